@@ -1,0 +1,227 @@
+//! Per-lease backoff: the plain data persisted in the state file and the
+//! arithmetic on it. No I/O here; `state` reads and writes the file.
+//!
+//! Times are wall-clock Unix milliseconds, since the state outlives the
+//! process; a clock that jumped back is handled by clamping (SPEC "Backoff").
+
+use crate::judge::Candidate;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashSet};
+
+/// The state file's format version this build reads and writes.
+pub const VERSION: u64 = 1;
+
+/// The whole state file.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Backoff {
+    pub version: u64,
+    /// End of the last run that exited 0, for monitoring.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_success_unix_ms: Option<u64>,
+    #[serde(default)]
+    pub leases: BTreeMap<String, Entry>,
+}
+
+/// One wrapper that failed (or was interrupted).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Entry {
+    pub failures: u32,
+    pub next_attempt_unix_ms: u64,
+    #[serde(default)]
+    pub last_attempt_unix_ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+    #[serde(default)]
+    pub worker_id: String,
+    #[serde(default)]
+    pub build_id: u64,
+}
+
+/// Delay before the next attempt after failure number `failures`:
+/// `min(base × 2^min(n−1, 16), max)`.
+pub fn delay_ms(failures: u32, base_ms: u64, max_ms: u64) -> u64 {
+    let doublings = failures.saturating_sub(1).min(16);
+    base_ms.saturating_mul(1u64 << doublings).min(max_ms)
+}
+
+/// The longest error text kept per entry; the child's diagnostic is already
+/// bounded, this only keeps a hostile state file from growing the next one.
+const MAX_ERROR_CHARS: usize = 1000;
+
+fn trimmed_error(error: &str) -> String {
+    error.trim().chars().take(MAX_ERROR_CHARS).collect()
+}
+
+impl Backoff {
+    pub fn empty() -> Backoff {
+        Backoff {
+            version: VERSION,
+            ..Backoff::default()
+        }
+    }
+
+    /// Whether `wrapper_id` may be attempted at `now`.
+    pub fn is_due(&self, wrapper_id: &str, now_ms: u64) -> bool {
+        self.leases
+            .get(wrapper_id)
+            .is_none_or(|entry| entry.next_attempt_unix_ms <= now_ms)
+    }
+
+    /// Drops entries whose wrapper is no longer a candidate, and pulls next
+    /// attempts beyond `now + max` (a clock that jumped back) to `now + max`.
+    /// Returns whether anything changed.
+    pub fn prune(&mut self, candidates: &[Candidate], now_ms: u64, max_ms: u64) -> bool {
+        let live: HashSet<&str> = candidates.iter().map(|c| c.wrapper_id.as_str()).collect();
+        let before = self.leases.len();
+        self.leases.retain(|id, _| live.contains(id.as_str()));
+        let mut changed = before != self.leases.len();
+        let latest = now_ms.saturating_add(max_ms);
+        for entry in self.leases.values_mut() {
+            if entry.next_attempt_unix_ms > latest {
+                entry.next_attempt_unix_ms = latest;
+                changed = true;
+            }
+        }
+        changed
+    }
+
+    /// Records failure number n+1 for `candidate`; returns the new entry.
+    pub fn record_failure(
+        &mut self,
+        candidate: &Candidate,
+        error: &str,
+        now_ms: u64,
+        base_ms: u64,
+        max_ms: u64,
+    ) -> &Entry {
+        let entry = self.entry_for(candidate);
+        entry.failures = entry.failures.saturating_add(1);
+        entry.next_attempt_unix_ms =
+            now_ms.saturating_add(delay_ms(entry.failures, base_ms, max_ms));
+        entry.last_attempt_unix_ms = now_ms;
+        entry.last_error = Some(trimmed_error(error));
+        entry
+    }
+
+    /// An attempt cut short by a signal: the count and next attempt stay, the
+    /// error is kept; a lease without an entry gets one due at once.
+    pub fn record_interrupted(&mut self, candidate: &Candidate, error: &str, now_ms: u64) {
+        let fresh = !self.leases.contains_key(&candidate.wrapper_id);
+        let entry = self.entry_for(candidate);
+        if fresh {
+            entry.next_attempt_unix_ms = now_ms;
+        }
+        entry.last_attempt_unix_ms = now_ms;
+        entry.last_error = Some(trimmed_error(error));
+    }
+
+    /// A recovery that succeeded, or a journal that vanished.
+    pub fn forget(&mut self, wrapper_id: &str) -> bool {
+        self.leases.remove(wrapper_id).is_some()
+    }
+
+    fn entry_for(&mut self, candidate: &Candidate) -> &mut Entry {
+        let entry = self.leases.entry(candidate.wrapper_id.clone()).or_default();
+        entry.worker_id.clone_from(&candidate.worker_id);
+        entry.build_id = candidate.build_id;
+        entry
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BASE: u64 = 600_000;
+    const MAX: u64 = 21_600_000;
+
+    fn candidate(id: &str) -> Candidate {
+        Candidate {
+            wrapper_id: id.into(),
+            worker_id: "w".into(),
+            build_id: 7,
+            heartbeat_unix_ms: 0,
+        }
+    }
+
+    #[test]
+    fn delay_doubles_from_base_to_the_cap() {
+        assert_eq!(delay_ms(1, BASE, MAX), BASE);
+        assert_eq!(delay_ms(2, BASE, MAX), 2 * BASE);
+        assert_eq!(delay_ms(3, BASE, MAX), 4 * BASE);
+        assert_eq!(delay_ms(6, BASE, MAX), 32 * BASE);
+        assert_eq!(delay_ms(7, BASE, MAX), MAX, "64 × 10 min is past 6 h");
+        assert_eq!(delay_ms(40, BASE, MAX), MAX);
+        assert_eq!(
+            delay_ms(u32::MAX, u64::MAX, u64::MAX),
+            u64::MAX,
+            "saturates"
+        );
+        assert_eq!(delay_ms(0, BASE, MAX), BASE);
+        // The exponent stops at 16.
+        assert_eq!(delay_ms(30, 1, u64::MAX), 1 << 16);
+    }
+
+    #[test]
+    fn failures_schedule_the_next_attempt_and_success_clears_it() {
+        let mut backoff = Backoff::empty();
+        let a = candidate("a");
+        assert!(backoff.is_due("a", 0));
+        let entry = backoff.record_failure(&a, "  exit status: 1: boom\n", 1_000, BASE, MAX);
+        assert_eq!(entry.failures, 1);
+        assert_eq!(entry.next_attempt_unix_ms, 1_000 + BASE);
+        assert_eq!(entry.last_attempt_unix_ms, 1_000);
+        assert_eq!(entry.last_error.as_deref(), Some("exit status: 1: boom"));
+        assert_eq!((entry.worker_id.as_str(), entry.build_id), ("w", 7));
+        assert!(!backoff.is_due("a", 1_000 + BASE - 1));
+        assert!(backoff.is_due("a", 1_000 + BASE));
+        let entry = backoff.record_failure(&a, "again", 2_000, BASE, MAX);
+        assert_eq!(entry.failures, 2);
+        assert_eq!(entry.next_attempt_unix_ms, 2_000 + 2 * BASE);
+        assert!(backoff.forget("a"));
+        assert!(backoff.is_due("a", 0));
+    }
+
+    #[test]
+    fn an_interrupted_attempt_keeps_the_count_and_due_time() {
+        let mut backoff = Backoff::empty();
+        let a = candidate("a");
+        backoff.record_interrupted(&a, "interrupted", 5_000);
+        let entry = &backoff.leases["a"];
+        assert_eq!((entry.failures, entry.next_attempt_unix_ms), (0, 5_000));
+        assert!(backoff.is_due("a", 5_000));
+        backoff.record_failure(&a, "failed", 6_000, BASE, MAX);
+        backoff.record_interrupted(&a, "interrupted again", 7_000);
+        let entry = &backoff.leases["a"];
+        assert_eq!(entry.failures, 1);
+        assert_eq!(entry.next_attempt_unix_ms, 6_000 + BASE);
+        assert_eq!(entry.last_error.as_deref(), Some("interrupted again"));
+    }
+
+    #[test]
+    fn prune_drops_non_candidates_and_clamps_a_clock_that_jumped_back() {
+        let mut backoff = Backoff::empty();
+        backoff.record_failure(&candidate("kept"), "x", 1_000_000_000, BASE, MAX);
+        backoff.record_failure(&candidate("gone"), "x", 0, BASE, MAX);
+        // Now the clock reads an hour earlier than the failure.
+        let now = 1_000_000_000 - 3_600_000;
+        assert!(backoff.prune(&[candidate("kept")], now, BASE / 2));
+        assert_eq!(backoff.leases.len(), 1);
+        assert_eq!(backoff.leases["kept"].next_attempt_unix_ms, now + BASE / 2);
+        assert!(
+            !backoff.prune(&[candidate("kept")], now, BASE / 2),
+            "stable"
+        );
+    }
+
+    #[test]
+    fn long_errors_are_bounded() {
+        let mut backoff = Backoff::empty();
+        backoff.record_failure(&candidate("a"), &"é".repeat(5000), 0, BASE, MAX);
+        let error = backoff.leases["a"]
+            .last_error
+            .as_deref()
+            .unwrap_or_default();
+        assert_eq!(error.chars().count(), MAX_ERROR_CHARS);
+    }
+}

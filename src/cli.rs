@@ -1,0 +1,190 @@
+//! The command line: every flag of SPEC.md with its environment variable and
+//! default, in one place. Raw values land here; `config` turns them into the
+//! validated settings the rest of the program uses.
+
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+const LEASE_DIR_HELP: &str = "The lease journals to scan [default: $RCH_STATE_HOME/job-leases, \
+else $XDG_STATE_HOME/rch/job-leases, else $HOME/.local/state/rch/job-leases, else \
+/tmp/rch/job-leases; an empty variable counts as unset]";
+const STATE_FILE_HELP: &str =
+    "Persisted per-lease backoff [default: <parent of the lease dir>/rch-sweep/backoff.json]";
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "rch-sweep",
+    version,
+    about = "Recover dead rch client leases: one scan, a few recoveries, a summary, an exit code",
+    long_about = "Recover dead rch client leases.\n\n\
+One run scans rch's lease journals, judges each one, and runs `rch jobs recover <WRAPPER_ID>` \
+for the journals whose owner is provably gone while they still own worker-side source or wait \
+for the daemon's acknowledgement: up to --max-recoveries in parallel, at most one per worker, \
+oldest heartbeat first. Failures back off per lease in a state file. Meant to run every five \
+minutes from a systemd timer or cron; `--dry-run` shows the plan without touching anything.",
+    after_help = "Exit status: 0 ok, 1 a recovery failed (or --check found work due), 2 bad \
+command line, 74 I/O error, 75 another sweep holds the lock, 78 configuration error, 128+N \
+stopped by signal N.\nSee rch-sweep(1) for how a journal is judged.",
+    args_conflicts_with_subcommands = true,
+    disable_help_subcommand = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// One sweep (the default command)
+    Run(RunArgs),
+    /// Print the backoff entries of the state file (takes no lock)
+    Status(StatusArgs),
+    /// Remove backoff entries so those leases are retried on the next run
+    Forget(ForgetArgs),
+}
+
+/// Where the lease directory and state file are; shared by every command.
+#[derive(Debug, Args, Clone, Default)]
+pub struct Paths {
+    #[arg(long, value_name = "DIR", env = "RCH_SWEEP_LEASE_DIR", help = LEASE_DIR_HELP)]
+    pub lease_dir: Option<PathBuf>,
+
+    #[arg(long, value_name = "FILE", env = "RCH_SWEEP_STATE_FILE", help = STATE_FILE_HELP)]
+    pub state_file: Option<PathBuf>,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub paths: Paths,
+
+    /// The client that performs a recovery (a name is looked up on PATH)
+    #[arg(
+        long,
+        value_name = "PATH",
+        env = "RCH_SWEEP_RCH",
+        default_value = "rch"
+    )]
+    pub rch: PathBuf,
+
+    /// Handed to the child as RCH_SOCKET_PATH when set
+    #[arg(long, value_name = "PATH", env = "RCH_SOCKET_PATH")]
+    pub socket: Option<PathBuf>,
+
+    /// Recoveries started in one run, and most in flight at once
+    #[arg(long, value_name = "N", default_value_t = 4,
+          value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub max_recoveries: u16,
+
+    /// Handed to the child as --timeout-secs
+    #[arg(long, value_name = "SECS", default_value_t = 300,
+          value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub recover_timeout: u64,
+
+    /// Slack after the timeout before the child's process group is killed
+    #[arg(long, value_name = "SECS", default_value_t = 30,
+          value_parser = clap::value_parser!(u64).range(0..=86_400))]
+    pub kill_grace: u64,
+
+    /// Heartbeat age before an owner may be judged gone
+    #[arg(long, value_name = "SECS", default_value_t = 900,
+          value_parser = clap::value_parser!(u64).range(0..=31_536_000))]
+    pub stale_after: u64,
+
+    /// Delay after the first failure; doubles per failure
+    #[arg(long, value_name = "SECS", default_value_t = 600,
+          value_parser = clap::value_parser!(u64).range(0..=31_536_000))]
+    pub backoff_base: u64,
+
+    /// Cap on the backoff delay
+    #[arg(long, value_name = "SECS", default_value_t = 21_600,
+          value_parser = clap::value_parser!(u64).range(0..=31_536_000))]
+    pub backoff_max: u64,
+
+    /// Judge and plan only: start nothing, write nothing, need no rch
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// A dry run that exits 1 when any journal is due for recovery now
+    #[arg(long)]
+    pub check: bool,
+
+    /// Print the summary as one JSON document on stdout
+    #[arg(long)]
+    pub json: bool,
+
+    /// Also write Prometheus textfile metrics there (name ends in .prom; not on a dry run)
+    #[arg(long, value_name = "FILE", env = "RCH_SWEEP_METRICS_FILE")]
+    pub metrics_file: Option<PathBuf>,
+
+    /// List every journal with its verdict
+    #[arg(short, long, conflicts_with = "quiet")]
+    pub verbose: bool,
+
+    /// Print only errors
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    pub paths: Paths,
+
+    /// Print the entries as JSON, each with a `due` flag
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ForgetArgs {
+    #[command(flatten)]
+    pub paths: Paths,
+
+    /// Empty the state: every lease is retried on the next run
+    #[arg(long, conflicts_with = "wrapper_ids")]
+    pub all: bool,
+
+    /// Wrapper ids (rchw-<uuid>) whose entries to remove
+    #[arg(value_name = "WRAPPER_ID", required_unless_present = "all")]
+    pub wrapper_ids: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn run_is_the_default_command() {
+        let cli = Cli::try_parse_from(["rch-sweep", "--dry-run", "--max-recoveries", "2"])
+            .expect("parses");
+        assert!(cli.command.is_none());
+        assert!(cli.run.dry_run);
+        assert_eq!(cli.run.max_recoveries, 2);
+        let cli = Cli::try_parse_from(["rch-sweep", "run", "--json"]).expect("parses");
+        assert!(matches!(cli.command, Some(Command::Run(ref args)) if args.json));
+    }
+
+    #[test]
+    fn out_of_range_and_conflicting_flags_are_refused() {
+        for argv in [
+            &["rch-sweep", "--max-recoveries", "0"][..],
+            &["rch-sweep", "--max-recoveries", "65"],
+            &["rch-sweep", "-v", "-q"],
+            &["rch-sweep", "forget"],
+            &["rch-sweep", "forget", "--all", "rchw-x"],
+            &["rch-sweep", "--dry-run", "status"],
+        ] {
+            assert!(Cli::try_parse_from(argv).is_err(), "{argv:?}");
+        }
+    }
+}

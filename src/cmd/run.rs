@@ -1,0 +1,457 @@
+//! `rch-sweep [run]`: scan → judge → plan → recover → record → report.
+//!
+//! The main thread owns the queue and the backoff state; each recovery runs
+//! on a thread of its own (its child's parent-death signal is tied to that
+//! thread) and reports back over a channel. The state file is written once,
+//! at the end, also after a signal.
+
+use crate::backoff::Backoff;
+use crate::cli::RunArgs;
+use crate::exit::{ExitCode, Fatal};
+use crate::judge::Candidate;
+use crate::lock;
+use crate::owner::ProcFs;
+use crate::plan::{self, Queue, Slot};
+use crate::recover::{self, Attempt};
+use crate::report::{LeaseLine, Outcome, Summary};
+use crate::scan::{self, Scan, ScanError, ScanOptions};
+use crate::state::Loaded;
+use crate::{config, fsio, log, metrics, signals, state};
+use anyhow::{Context, Result};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// How often the main loop looks at the signal flag while recoveries run.
+const POLL: Duration = Duration::from_millis(100);
+
+/// Validated settings of one run.
+struct Run {
+    args: RunArgs,
+    lease_dir: PathBuf,
+    state_file: PathBuf,
+    dry_run: bool,
+    started: Instant,
+    now_unix_ms: u64,
+}
+
+pub fn run(args: RunArgs) -> Result<ExitCode> {
+    let (lease_dir, state_file) = super::resolve_paths(&args.paths);
+    if let Some(metrics) = &args.metrics_file
+        && !metrics.as_os_str().to_string_lossy().ends_with(".prom")
+    {
+        return Err(Fatal::error(
+            ExitCode::Usage,
+            format!(
+                "--metrics-file {} must end in .prom (node_exporter's textfile collector reads only those)",
+                metrics.display()
+            ),
+        ));
+    }
+    let run = Run {
+        dry_run: args.dry_run || args.check,
+        args,
+        lease_dir,
+        state_file,
+        started: Instant::now(),
+        now_unix_ms: unix_ms(SystemTime::now()),
+    };
+    check_lease_dir(&run.lease_dir)?;
+    if run.dry_run {
+        dry_run(&run)
+    } else {
+        sweep(&run)
+    }
+}
+
+/// A lease dir that exists but is no directory is a configuration error;
+/// a missing one is fine (nothing to do).
+fn check_lease_dir(lease_dir: &Path) -> Result<()> {
+    match std::fs::metadata(lease_dir) {
+        Ok(meta) if !meta.is_dir() => Err(Fatal::error(
+            ExitCode::Config,
+            format!(
+                "lease directory {} is not a directory; point --lease-dir / RCH_SWEEP_LEASE_DIR at rch's job-leases folder",
+                lease_dir.display()
+            ),
+        )),
+        Ok(_) => Ok(()),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(error) => Err(Fatal::error(
+            ExitCode::Io,
+            format!(
+                "cannot read lease directory {}: {error}; check its permissions",
+                lease_dir.display()
+            ),
+        )),
+    }
+}
+
+fn scan_leases(run: &Run) -> Result<Scan> {
+    let options = ScanOptions {
+        now_unix_ms: run.now_unix_ms,
+        stale_after_ms: run.args.stale_after.saturating_mul(1000),
+        keep_skipped: run.args.verbose,
+    };
+    let scan = scan::scan(&run.lease_dir, &options, &ProcFs::system()).map_err(|error| {
+        let dir = run.lease_dir.display();
+        match error {
+            ScanError::NotADirectory => Fatal::error(
+                ExitCode::Config,
+                format!("lease directory {dir} is not a directory; point --lease-dir at rch's job-leases folder"),
+            ),
+            ScanError::Io(error) => Fatal::error(
+                ExitCode::Io,
+                format!("cannot read lease directory {dir}: {error}; check its permissions and the disk"),
+            ),
+        }
+    })?;
+    if scan.dir_missing {
+        log::info(format!(
+            "lease directory {} does not exist; nothing to do",
+            run.lease_dir.display()
+        ));
+    }
+    Ok(scan)
+}
+
+fn dry_run(run: &Run) -> Result<ExitCode> {
+    let mut backoff = match state::load(&run.state_file)? {
+        Loaded::Missing => Backoff::empty(),
+        Loaded::Valid(backoff) => backoff,
+        Loaded::Corrupt(why) => {
+            log::warn(format!(
+                "state file {} does not parse ({why}); planning without backoff (a real run moves it aside)",
+                run.state_file.display()
+            ));
+            Backoff::empty()
+        }
+    };
+    let scan = scan_leases(run)?;
+    // The same clamping a real run saves, applied to a copy.
+    backoff.prune(&scan.candidates, run.now_unix_ms, backoff_max_ms(run));
+    let slots = plan::dry_run(
+        &scan.candidates,
+        &backoff,
+        run.now_unix_ms,
+        usize::from(run.args.max_recoveries),
+    );
+    let due_now = slots.iter().any(|slot| *slot != Slot::BackingOff);
+    let leases = scan
+        .candidates
+        .iter()
+        .zip(slots)
+        .map(|(candidate, slot)| {
+            let outcome = match slot {
+                Slot::BackingOff => Outcome::BackingOff,
+                Slot::WouldRecover => Outcome::WouldRecover,
+                Slot::Deferred => Outcome::Deferred,
+            };
+            line(candidate, outcome, None, None, &backoff)
+        })
+        .collect();
+    let exit_code = if run.args.check && due_now {
+        ExitCode::Failed
+    } else {
+        ExitCode::Success
+    };
+    report(run, scan, leases, exit_code);
+    Ok(exit_code)
+}
+
+fn sweep(run: &Run) -> Result<ExitCode> {
+    let rch = config::resolve_rch(&run.args.rch, std::env::var_os("PATH").as_deref())
+        .map_err(|why| Fatal::error(ExitCode::Config, format!("rch client: {why}")))?;
+    let state_dir = fsio::parent_dir(&run.state_file);
+    fsio::ensure_private_dir(state_dir).map_err(|error| {
+        Fatal::error(
+            ExitCode::Io,
+            format!(
+                "cannot create state folder {}: {error}",
+                state_dir.display()
+            ),
+        )
+    })?;
+    let _lock = lock::acquire_for(&run.state_file)?;
+    clean_temps(&run.state_file);
+    if let Some(metrics) = &run.args.metrics_file {
+        clean_temps(metrics);
+    }
+    let mut backoff = load_state(run)?;
+    signals::install().context("cannot install signal handlers")?;
+
+    let scan = scan_leases(run)?;
+    let now = run.now_unix_ms;
+    backoff.prune(&scan.candidates, now, backoff_max_ms(run));
+    let settings = recover::Settings {
+        rch,
+        socket: run.args.socket.clone(),
+        lease_dir: run.lease_dir.clone(),
+        recover_timeout: Duration::from_secs(run.args.recover_timeout),
+        kill_grace: Duration::from_secs(run.args.kill_grace),
+    };
+    let due = plan::due(&scan.candidates, &backoff, now);
+    let attempts = execute(
+        due,
+        scan.candidates.len(),
+        usize::from(run.args.max_recoveries),
+        &settings,
+    );
+    let signal = signals::received();
+
+    let mut exit_code = ExitCode::Success;
+    let mut leases = Vec::with_capacity(scan.candidates.len());
+    let end_ms = unix_ms(SystemTime::now());
+    for (candidate, attempt) in scan.candidates.iter().zip(attempts) {
+        let Some(attempt) = attempt else {
+            let outcome = if backoff.is_due(&candidate.wrapper_id, now) {
+                Outcome::Deferred
+            } else {
+                Outcome::BackingOff
+            };
+            leases.push(line(candidate, outcome, None, None, &backoff));
+            continue;
+        };
+        let (outcome, error) = match attempt.outcome {
+            recover::Outcome::Recovered => {
+                backoff.forget(&candidate.wrapper_id);
+                (Outcome::Recovered, None)
+            }
+            recover::Outcome::Vanished => {
+                backoff.forget(&candidate.wrapper_id);
+                (Outcome::Vanished, None)
+            }
+            recover::Outcome::Failed(error) => {
+                backoff.record_failure(
+                    candidate,
+                    &error,
+                    end_ms,
+                    run.args.backoff_base.saturating_mul(1000),
+                    backoff_max_ms(run),
+                );
+                exit_code = exit_code.merge(ExitCode::Failed);
+                log::error(format!(
+                    "recovery of {} on {} failed: {error}",
+                    candidate.wrapper_id, candidate.worker_id
+                ));
+                (Outcome::Failed, Some(error))
+            }
+            recover::Outcome::Interrupted(error) => {
+                let error = format!(
+                    "interrupted by {}: {error}",
+                    signals::name(signal.unwrap_or(libc::SIGTERM))
+                );
+                backoff.record_interrupted(candidate, &error, end_ms);
+                (Outcome::Failed, Some(error))
+            }
+        };
+        leases.push(line(
+            candidate,
+            outcome,
+            Some(attempt.duration),
+            error,
+            &backoff,
+        ));
+    }
+    if let Some(signal) = signal {
+        exit_code = ExitCode::Signal(signal);
+    }
+    if exit_code == ExitCode::Success {
+        backoff.last_success_unix_ms = Some(unix_ms(SystemTime::now()));
+    }
+    if let Err(error) = state::save(&run.state_file, &backoff) {
+        log::error(format!(
+            "cannot write state file {}: {error}; backoff of this run is lost",
+            run.state_file.display()
+        ));
+        exit_code = exit_code.merge(ExitCode::Io);
+    }
+    let summary = summary(run, scan, leases, exit_code);
+    if let Some(path) = &run.args.metrics_file
+        && let Err(error) = metrics::write(path, &summary, backoff.last_success_unix_ms)
+    {
+        log::error(format!(
+            "cannot write metrics file {}: {error}",
+            path.display()
+        ));
+        let exit_code = summary.exit_code.merge(ExitCode::Io);
+        let summary = Summary {
+            exit_code,
+            ..summary
+        };
+        print(run, &summary);
+        return Ok(exit_code);
+    }
+    print(run, &summary);
+    Ok(summary.exit_code)
+}
+
+/// Runs the due candidates through the queue; returns, per candidate index,
+/// the attempt made (None: never started).
+fn execute(
+    due: Vec<(usize, Candidate)>,
+    candidates: usize,
+    max: usize,
+    settings: &recover::Settings,
+) -> Vec<Option<Attempt>> {
+    let mut attempts: Vec<Option<Attempt>> = vec![None; candidates];
+    let mut queue = Queue::new(due, max);
+    let (done_tx, done_rx) = mpsc::channel::<(usize, String, Attempt)>();
+    let stop = || signals::received().is_some();
+    std::thread::scope(|scope| {
+        let mut running = 0usize;
+        loop {
+            if stop() {
+                queue.stop();
+            }
+            while let Some((index, candidate)) = queue.next_start() {
+                let done_tx = done_tx.clone();
+                let worker_id = candidate.worker_id.clone();
+                let spawned = std::thread::Builder::new()
+                    .name(format!("recover-{index}"))
+                    .spawn_scoped(scope, move || {
+                        let attempt =
+                            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                                recover::recover(settings, &candidate, &stop)
+                            }))
+                            .unwrap_or_else(|_| Attempt {
+                                outcome: recover::Outcome::Failed(
+                                    "recovery thread panicked".into(),
+                                ),
+                                duration: Duration::ZERO,
+                            });
+                        // The receiver lives until every thread has reported.
+                        let _ = done_tx.send((index, candidate.worker_id, attempt));
+                    });
+                match spawned {
+                    Ok(_) => running += 1,
+                    Err(error) => {
+                        attempts[index] = Some(Attempt {
+                            outcome: recover::Outcome::Failed(format!(
+                                "cannot start a recovery thread: {error}"
+                            )),
+                            duration: Duration::ZERO,
+                        });
+                        // Nothing runs on that worker; its lane is free again.
+                        queue.finished(&worker_id);
+                    }
+                }
+            }
+            if running == 0 {
+                break;
+            }
+            match done_rx.recv_timeout(POLL) {
+                Ok((index, worker_id, attempt)) => {
+                    running -= 1;
+                    queue.finished(&worker_id);
+                    attempts[index] = Some(attempt);
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+        }
+    });
+    attempts
+}
+
+fn load_state(run: &Run) -> Result<Backoff> {
+    let path = &run.state_file;
+    match state::load(path)? {
+        Loaded::Missing => Ok(Backoff::empty()),
+        Loaded::Valid(backoff) => Ok(backoff),
+        Loaded::Corrupt(why) => {
+            let aside = state::quarantine(path, run.now_unix_ms).map_err(|error| {
+                Fatal::error(
+                    ExitCode::Io,
+                    format!(
+                        "state file {} does not parse ({why}) and cannot be moved aside: {error}",
+                        path.display()
+                    ),
+                )
+            })?;
+            log::warn(format!(
+                "state file {} does not parse ({why}); moved it to {} and starting with empty backoff",
+                path.display(),
+                aside.display()
+            ));
+            Ok(Backoff::empty())
+        }
+    }
+}
+
+fn clean_temps(path: &Path) {
+    match fsio::remove_stale_temps(path) {
+        Ok(removed) => {
+            for stale in removed {
+                log::info(format!(
+                    "removed {} left by an interrupted run",
+                    stale.display()
+                ));
+            }
+        }
+        Err(error) => log::warn(format!(
+            "cannot clean temporary files beside {}: {error}",
+            path.display()
+        )),
+    }
+}
+
+fn line(
+    candidate: &Candidate,
+    outcome: Outcome,
+    duration: Option<Duration>,
+    error: Option<String>,
+    backoff: &Backoff,
+) -> LeaseLine {
+    let entry = backoff.leases.get(&candidate.wrapper_id);
+    LeaseLine {
+        candidate: candidate.clone(),
+        outcome,
+        duration,
+        error,
+        failures: entry.map(|entry| entry.failures),
+        next_attempt_unix_ms: entry.map(|entry| entry.next_attempt_unix_ms),
+    }
+}
+
+fn summary(run: &Run, scan: Scan, leases: Vec<LeaseLine>, exit_code: ExitCode) -> Summary {
+    Summary {
+        dry_run: run.dry_run,
+        lease_dir: run.lease_dir.clone(),
+        state_file: run.state_file.clone(),
+        now_unix_ms: run.now_unix_ms,
+        duration: run.started.elapsed(),
+        scanned: scan.scanned,
+        skipped: scan.skipped,
+        leases,
+        skipped_list: scan.skipped_list,
+        exit_code,
+    }
+}
+
+fn report(run: &Run, scan: Scan, leases: Vec<LeaseLine>, exit_code: ExitCode) {
+    print(run, &summary(run, scan, leases, exit_code));
+}
+
+fn print(run: &Run, summary: &Summary) {
+    use std::io::Write;
+    let text = if run.args.json {
+        format!("{}\n", summary.json())
+    } else if run.args.quiet {
+        return;
+    } else {
+        summary.human(run.args.verbose)
+    };
+    // A closed stdout (`| head`) is not worth failing the run over.
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+}
+
+fn backoff_max_ms(run: &Run) -> u64 {
+    run.args.backoff_max.saturating_mul(1000)
+}
+
+fn unix_ms(time: SystemTime) -> u64 {
+    time.duration_since(UNIX_EPOCH).map_or(0, |since| {
+        u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+    })
+}

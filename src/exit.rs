@@ -1,0 +1,139 @@
+//! The tool's exit codes, and how the results of one run merge into one code.
+//!
+//! Timers, cron and CI act on these numbers (SPEC "Exit status"), so every
+//! path that ends the process goes through [`ExitCode`]; nothing else calls
+//! `std::process::exit` with a literal.
+
+use std::fmt;
+
+/// One of the SPEC's exit statuses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExitCode {
+    /// The sweep ran and no recovery failed.
+    Success,
+    /// A recovery failed or timed out; with `--check`, a journal is due.
+    Failed,
+    /// Bad command line (clap exits with this itself).
+    Usage,
+    /// An I/O error on the lease directory, the state file or the metrics file.
+    Io,
+    /// Another sweep holds the lock.
+    Locked,
+    /// `rch` missing, lease dir not a directory, unknown state file version.
+    Config,
+    /// Stopped by this signal after cleaning up.
+    Signal(i32),
+}
+
+impl ExitCode {
+    pub fn code(self) -> i32 {
+        match self {
+            ExitCode::Success => 0,
+            ExitCode::Failed => 1,
+            ExitCode::Usage => 2,
+            ExitCode::Io => 74,
+            ExitCode::Locked => 75,
+            ExitCode::Config => 78,
+            ExitCode::Signal(n) => 128 + n,
+        }
+    }
+
+    /// Which of two outcomes of one run the exit status reports: a signal
+    /// outranks everything, then configuration and lock errors, then I/O,
+    /// then a failed recovery (SPEC: with both 1 and 74, the code is 74).
+    pub fn merge(self, other: ExitCode) -> ExitCode {
+        if other.rank() > self.rank() {
+            other
+        } else {
+            self
+        }
+    }
+
+    fn rank(self) -> u8 {
+        match self {
+            ExitCode::Success => 0,
+            ExitCode::Failed => 1,
+            ExitCode::Io => 2,
+            ExitCode::Locked => 3,
+            ExitCode::Usage => 4,
+            ExitCode::Config => 5,
+            ExitCode::Signal(_) => 6,
+        }
+    }
+}
+
+/// An error that ends the run with a chosen exit code. Raised where the
+/// decision is made and carried through `anyhow` to `main`, which prints the
+/// whole context chain once and exits with `code`.
+#[derive(Debug)]
+pub struct Fatal {
+    pub code: ExitCode,
+    pub message: String,
+}
+
+impl Fatal {
+    pub fn error(code: ExitCode, message: impl Into<String>) -> anyhow::Error {
+        anyhow::Error::new(Fatal {
+            code,
+            message: message.into(),
+        })
+    }
+}
+
+impl fmt::Display for Fatal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Fatal {}
+
+/// The exit code an error carries; an error nobody classified is an I/O
+/// error, since every fallible step at the boundary is one.
+pub fn code_of(error: &anyhow::Error) -> ExitCode {
+    error
+        .chain()
+        .find_map(|cause| cause.downcast_ref::<Fatal>())
+        .map_or(ExitCode::Io, |fatal| fatal.code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_match_the_spec() {
+        let codes: Vec<i32> = [
+            ExitCode::Success,
+            ExitCode::Failed,
+            ExitCode::Usage,
+            ExitCode::Io,
+            ExitCode::Locked,
+            ExitCode::Config,
+            ExitCode::Signal(15),
+        ]
+        .into_iter()
+        .map(ExitCode::code)
+        .collect();
+        assert_eq!(codes, [0, 1, 2, 74, 75, 78, 143]);
+    }
+
+    #[test]
+    fn io_outranks_a_failed_recovery_and_a_signal_outranks_all() {
+        use ExitCode::*;
+        assert_eq!(Success.merge(Failed), Failed);
+        assert_eq!(Failed.merge(Success), Failed);
+        assert_eq!(Failed.merge(Io), Io);
+        assert_eq!(Io.merge(Failed), Io);
+        assert_eq!(Io.merge(Signal(2)), Signal(2));
+        assert_eq!(Signal(15).merge(Config), Signal(15));
+        assert_eq!(Success.merge(Success), Success);
+    }
+
+    #[test]
+    fn a_fatal_error_keeps_its_code_under_context() {
+        let error = Fatal::error(ExitCode::Locked, "busy").context("while sweeping");
+        assert_eq!(code_of(&error), ExitCode::Locked);
+        assert_eq!(code_of(&anyhow::anyhow!("plain")), ExitCode::Io);
+    }
+}

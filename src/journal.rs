@@ -1,0 +1,264 @@
+//! rch's durable lease journal (`DurableJobLease`, schema 1) and the one safe
+//! way this tool reads it.
+//!
+//! A journal is input from disk, possibly hostile: the reader never follows a
+//! link, never blocks on a FIFO, reads at most [`MAX_JOURNAL_BYTES`], and only
+//! accepts files owned by the user running the sweep, since a journal is the
+//! authority for a recovery run with that user's keys. Unknown fields are
+//! allowed so journals of newer rch versions still parse.
+
+use serde::Deserialize;
+use std::ffi::CString;
+use std::fs::File;
+use std::io::{self, Read};
+use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+/// Larger journals are refused; rch's are a few KiB.
+pub const MAX_JOURNAL_BYTES: u64 = 1024 * 1024;
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct JobIdentity {
+    pub local_wrapper_id: String,
+    #[serde(default)]
+    pub remote_build_id: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LeaseState {
+    FailedBeforeAdmission,
+    Queued,
+    Running,
+    Finished,
+    Abandoned,
+}
+
+/// The fields of rch's journal that the decisions need. The required ones
+/// are the ones rch itself requires, so a journal rch would refuse to load
+/// is `malformed` here rather than a recovery that fails forever.
+#[derive(Debug, Clone, Deserialize)]
+pub struct DurableJobLease {
+    pub schema_version: u32,
+    pub identity: JobIdentity,
+    pub wrapper_pid: u32,
+    #[serde(default)]
+    pub process_start_ticks: Option<u64>,
+    #[serde(default)]
+    pub boot_id: Option<String>,
+    /// Kept untyped: an unexpected shape makes the owner unverified, not the
+    /// whole journal malformed.
+    #[serde(default)]
+    pub process_birth: Option<serde_json::Value>,
+    pub state: LeaseState,
+    pub phase: String,
+    #[serde(default)]
+    pub worker_id: Option<String>,
+    pub heartbeat_unix_ms: u64,
+    pub strict_remote: bool,
+    pub self_healing_enabled: bool,
+    pub command_fingerprint: String,
+    pub terminal_acknowledged: bool,
+    /// The recovery recipe, untyped as rch stores it.
+    #[serde(default)]
+    pub recovery: Option<serde_json::Value>,
+    #[serde(default)]
+    pub exit_code: Option<i32>,
+}
+
+/// Why a journal file could not be turned into a lease.
+#[derive(Debug)]
+pub enum ReadFailure {
+    /// Gone between listing and opening (or before a re-read).
+    Missing,
+    /// A symlink, FIFO, socket, directory or other non-regular file.
+    NotRegular,
+    /// Owned by another user.
+    ForeignOwner,
+    /// An I/O error, or larger than [`MAX_JOURNAL_BYTES`].
+    Unreadable(String),
+    /// Not the lease JSON shape.
+    Malformed(String),
+}
+
+/// `rchw-<uuid>` with the UUID in canonical lowercase hyphenated form: the
+/// only names rch writes, and the only ones that may select a file.
+pub fn is_wrapper_id(id: &str) -> bool {
+    let Some(suffix) = id.strip_prefix("rchw-") else {
+        return false;
+    };
+    is_canonical_uuid(suffix)
+}
+
+/// A UUID in canonical lowercase hyphenated form (what rch's `is_valid`
+/// requires of a boot id, and of a wrapper id's suffix).
+pub fn is_canonical_uuid(text: &str) -> bool {
+    let Ok(uuid) = uuid::Uuid::try_parse(text) else {
+        return false;
+    };
+    let mut buffer = uuid::Uuid::encode_buffer();
+    uuid.hyphenated().encode_lower(&mut buffer) == text
+}
+
+/// The wrapper id a journal file name stands for, if the name is canonical.
+pub fn wrapper_id_of(file_name: &[u8]) -> Option<&str> {
+    let id = std::str::from_utf8(file_name.strip_suffix(b".json")?).ok()?;
+    is_wrapper_id(id).then_some(id)
+}
+
+/// An open lease directory. Journals are opened relative to it, so a name
+/// can never select a path outside it and the directory is resolved once.
+pub struct LeaseDir {
+    dir: File,
+    euid: u32,
+}
+
+impl LeaseDir {
+    /// Opens `path`, which must be a directory.
+    pub fn open(path: &Path) -> io::Result<LeaseDir> {
+        let c_path = CString::new(path.as_os_str().as_bytes())
+            .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+        // SAFETY: `c_path` is a valid NUL-terminated string that outlives the call.
+        let fd = unsafe {
+            libc::open(
+                c_path.as_ptr(),
+                libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+            )
+        };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fd` was just returned by open and is owned by nobody else.
+        let dir = unsafe { File::from_raw_fd(fd) };
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        let euid = unsafe { libc::geteuid() };
+        Ok(LeaseDir { dir, euid })
+    }
+
+    /// Reads the journal `name` into `buffer` (cleared first), refusing what
+    /// is not a regular file owned by this user or is too large. Opened with
+    /// `O_NOFOLLOW | O_NONBLOCK`, so a symlink or FIFO never blocks or leads
+    /// elsewhere; the type and owner are checked on the opened descriptor.
+    pub fn read(&self, name: &[u8], buffer: &mut Vec<u8>) -> Result<(), ReadFailure> {
+        buffer.clear();
+        let c_name = CString::new(name).map_err(|_| ReadFailure::NotRegular)?;
+        // SAFETY: the directory fd is open for the lifetime of `self` and
+        // `c_name` is a valid NUL-terminated string.
+        let fd = unsafe {
+            libc::openat(
+                self.dir.as_raw_fd(),
+                c_name.as_ptr(),
+                libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC,
+            )
+        };
+        if fd < 0 {
+            let error = io::Error::last_os_error();
+            return Err(match error.raw_os_error() {
+                Some(libc::ENOENT) => ReadFailure::Missing,
+                // A symlink (ELOOP), a socket (ENXIO) or something else that
+                // is not a plain file.
+                Some(libc::ELOOP | libc::ENXIO | libc::ENODEV | libc::EISDIR) => {
+                    ReadFailure::NotRegular
+                }
+                Some(libc::EACCES | libc::EPERM) if !self.owned_by_us(&c_name) => {
+                    ReadFailure::ForeignOwner
+                }
+                _ => ReadFailure::Unreadable(error.to_string()),
+            });
+        }
+        // SAFETY: `fd` was just returned by openat and is owned by nobody else.
+        let file = unsafe { File::from_raw_fd(fd) };
+        let meta = file
+            .metadata()
+            .map_err(|error| ReadFailure::Unreadable(error.to_string()))?;
+        if !meta.file_type().is_file() {
+            return Err(ReadFailure::NotRegular);
+        }
+        if meta.uid() != self.euid {
+            return Err(ReadFailure::ForeignOwner);
+        }
+        if meta.len() > MAX_JOURNAL_BYTES {
+            return Err(too_large());
+        }
+        (&file)
+            .take(MAX_JOURNAL_BYTES + 1)
+            .read_to_end(buffer)
+            .map_err(|error| ReadFailure::Unreadable(error.to_string()))?;
+        // The file may have grown after fstat.
+        if buffer.len() as u64 > MAX_JOURNAL_BYTES {
+            return Err(too_large());
+        }
+        Ok(())
+    }
+
+    /// Reads and parses the journal of `wrapper_id` (which must be canonical).
+    pub fn load(&self, wrapper_id: &str) -> Result<DurableJobLease, ReadFailure> {
+        if !is_wrapper_id(wrapper_id) {
+            return Err(ReadFailure::Malformed("not a canonical wrapper id".into()));
+        }
+        let mut buffer = Vec::new();
+        self.read(format!("{wrapper_id}.json").as_bytes(), &mut buffer)?;
+        parse(&buffer).map_err(|error| ReadFailure::Malformed(error.to_string()))
+    }
+
+    fn owned_by_us(&self, c_name: &CString) -> bool {
+        let mut stat = std::mem::MaybeUninit::<libc::stat>::uninit();
+        // SAFETY: the fd and name are valid; `stat` is written by fstatat
+        // before it is read, and only read when the call succeeded.
+        let rc = unsafe {
+            libc::fstatat(
+                self.dir.as_raw_fd(),
+                c_name.as_ptr(),
+                stat.as_mut_ptr(),
+                libc::AT_SYMLINK_NOFOLLOW,
+            )
+        };
+        // SAFETY: fstatat returned 0, so it filled `stat`.
+        rc == 0 && unsafe { stat.assume_init() }.st_uid == self.euid
+    }
+}
+
+fn too_large() -> ReadFailure {
+    ReadFailure::Unreadable(format!("larger than {MAX_JOURNAL_BYTES} bytes"))
+}
+
+/// Parses journal bytes. serde_json's recursion limit keeps deeply nested
+/// input from exhausting the stack.
+pub fn parse(bytes: &[u8]) -> Result<DurableJobLease, serde_json::Error> {
+    serde_json::from_slice(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_canonical_wrapper_ids_are_accepted() {
+        let id = "rchw-6f1c3b7e-2a4d-4c8e-9b1f-3e5a7d9c2b10";
+        assert!(is_wrapper_id(id));
+        for bad in [
+            "rchw-6F1C3B7E-2A4D-4C8E-9B1F-3E5A7D9C2B10",
+            "rchw-6f1c3b7e2a4d4c8e9b1f3e5a7d9c2b10",
+            "rchw-{6f1c3b7e-2a4d-4c8e-9b1f-3e5a7d9c2b10}",
+            "rchw-urn:uuid:6f1c3b7e-2a4d-4c8e-9b1f-3e5a7d9c2b10",
+            "6f1c3b7e-2a4d-4c8e-9b1f-3e5a7d9c2b10",
+            "rchw-",
+            "rchw-../../etc/passwd",
+        ] {
+            assert!(!is_wrapper_id(bad), "{bad}");
+        }
+        assert_eq!(wrapper_id_of(format!("{id}.json").as_bytes()), Some(id));
+        assert_eq!(wrapper_id_of(id.as_bytes()), None);
+        assert_eq!(wrapper_id_of(b"rchw-\xff.json"), None);
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_not_a_crash() {
+        let deep = "[".repeat(100_000);
+        assert!(parse(deep.as_bytes()).is_err());
+        let deep_recipe = format!(r#"{{"recovery": {}}}"#, "[".repeat(100_000));
+        assert!(parse(deep_recipe.as_bytes()).is_err());
+    }
+}

@@ -1,0 +1,502 @@
+//! Where a lease is judged: one journal becomes a recovery candidate or is
+//! skipped with exactly one reason, and a journal read back after a recovery
+//! is judged complete or not.
+//!
+//! Everything here is a pure function of the journal, the time and the
+//! owner's presence (asked for lazily, only once the cheap checks passed), so
+//! the rules of SPEC.md are tested without a filesystem.
+
+use crate::journal::{DurableJobLease, LeaseState};
+use crate::owner::{Presence, Recorded};
+use serde_json::Value;
+
+/// Why a journal is not a candidate, in the order SPEC.md checks them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum SkipReason {
+    NotRegular,
+    BadName,
+    ForeignOwner,
+    Unreadable,
+    Malformed,
+    Terminal,
+    NotOwning,
+    NotAdmitted,
+    HeartbeatFresh,
+    NoPid,
+    OwnerAlive,
+    OwnerUnverified,
+}
+
+impl SkipReason {
+    pub const ALL: [SkipReason; 12] = [
+        SkipReason::NotRegular,
+        SkipReason::BadName,
+        SkipReason::ForeignOwner,
+        SkipReason::Unreadable,
+        SkipReason::Malformed,
+        SkipReason::Terminal,
+        SkipReason::NotOwning,
+        SkipReason::NotAdmitted,
+        SkipReason::HeartbeatFresh,
+        SkipReason::NoPid,
+        SkipReason::OwnerAlive,
+        SkipReason::OwnerUnverified,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SkipReason::NotRegular => "not_regular",
+            SkipReason::BadName => "bad_name",
+            SkipReason::ForeignOwner => "foreign_owner",
+            SkipReason::Unreadable => "unreadable",
+            SkipReason::Malformed => "malformed",
+            SkipReason::Terminal => "terminal",
+            SkipReason::NotOwning => "not_owning",
+            SkipReason::NotAdmitted => "not_admitted",
+            SkipReason::HeartbeatFresh => "heartbeat_fresh",
+            SkipReason::NoPid => "no_pid",
+            SkipReason::OwnerAlive => "owner_alive",
+            SkipReason::OwnerUnverified => "owner_unverified",
+        }
+    }
+
+    /// Position in [`SkipReason::ALL`], for counting in an array.
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// The small record kept per candidate; the journal itself is dropped and
+/// read again just before its recovery starts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Candidate {
+    pub wrapper_id: String,
+    pub worker_id: String,
+    pub build_id: u64,
+    pub heartbeat_unix_ms: u64,
+}
+
+/// The recipe still names worker-side source that is not retired: the lease
+/// is the only authority able to release that claim.
+pub fn owns_unretired_source(lease: &DurableJobLease) -> bool {
+    let Some(recipe) = lease.recovery.as_ref().filter(|recipe| recipe.is_object()) else {
+        return false;
+    };
+    let owns = recipe["source_roots"]
+        .as_array()
+        .is_some_and(|roots| !roots.is_empty())
+        || recipe.get("pair").is_some_and(|pair| !pair.is_null())
+        || recipe
+            .get("retire_root")
+            .is_some_and(|root| !root.is_null());
+    owns && recipe["retired"].as_bool() != Some(true)
+}
+
+/// A delivered and retired result bound to this very lease, waiting only for
+/// the daemon's acknowledgement. Returns the delivery's `returned` code.
+pub fn settled_handoff(lease: &DurableJobLease) -> Option<i32> {
+    let recipe = lease.recovery.as_ref()?;
+    let build_id = lease.identity.remote_build_id.filter(|id| *id > 0)?;
+    let worker = lease.worker_id.as_deref().filter(|id| !id.is_empty())?;
+    let roots = recipe["source_roots"].as_array()?;
+    let flag = |key: &str| recipe[key].as_bool() == Some(true);
+    let bound = recipe["version"].as_u64() == Some(2)
+        && recipe["wrapper_id"].as_str() == Some(lease.identity.local_wrapper_id.as_str())
+        && recipe["build_id"].as_u64() == Some(build_id)
+        && recipe["worker"]["id"].as_str() == Some(worker);
+    let released = flag("retired")
+        && (roots.is_empty() || flag("sources_released"))
+        && (recipe["pair"].is_null() || flag("pair_released"))
+        && (recipe["retire_root"].is_null() || flag("tree_retired"));
+    if !(bound && released) {
+        return None;
+    }
+    recipe["returned"]
+        .as_i64()
+        .and_then(|code| i32::try_from(code).ok())
+}
+
+/// Judges one parsed journal found as `<file_id>.json`. `presence` is called
+/// only for a stale, unacknowledged, owning, admitted journal with a real PID,
+/// so `/proc` is read for the few journals that can become candidates.
+pub fn judge(
+    file_id: &str,
+    lease: DurableJobLease,
+    now_unix_ms: u64,
+    stale_after_ms: u64,
+    presence: impl FnOnce(u32, &Recorded) -> Presence,
+) -> Result<Candidate, SkipReason> {
+    if lease.schema_version != 1 || lease.identity.local_wrapper_id != file_id {
+        return Err(SkipReason::Malformed);
+    }
+    if lease.terminal_acknowledged {
+        return Err(SkipReason::Terminal);
+    }
+    if !owns_unretired_source(&lease) && settled_handoff(&lease).is_none() {
+        return Err(SkipReason::NotOwning);
+    }
+    let build_id = lease.identity.remote_build_id.filter(|id| *id > 0);
+    let worker_id = lease.worker_id.as_ref().filter(|id| !id.is_empty());
+    let (Some(build_id), Some(_)) = (build_id, worker_id) else {
+        return Err(SkipReason::NotAdmitted);
+    };
+    // A heartbeat from the future (a clock that jumped) counts as fresh.
+    if now_unix_ms.saturating_sub(lease.heartbeat_unix_ms) < stale_after_ms {
+        return Err(SkipReason::HeartbeatFresh);
+    }
+    if lease.wrapper_pid <= 1 {
+        return Err(SkipReason::NoPid);
+    }
+    match presence(lease.wrapper_pid, &Recorded::of(&lease)) {
+        Presence::Alive => Err(SkipReason::OwnerAlive),
+        Presence::Unverified => Err(SkipReason::OwnerUnverified),
+        Presence::Gone => Ok(Candidate {
+            worker_id: lease.worker_id.unwrap_or_default(),
+            wrapper_id: lease.identity.local_wrapper_id,
+            build_id,
+            heartbeat_unix_ms: lease.heartbeat_unix_ms,
+        }),
+    }
+}
+
+pub const IDENTITY_CHANGED: &str = "recovery journal identity changed; completion not confirmed";
+pub const NOT_ACKNOWLEDGED: &str =
+    "recovery command exited without durable daemon/delivery acknowledgement";
+
+/// A zero exit can mean only that a live wrapper was asked to resume, so a
+/// recovery counts as done only when the journal read back is the same lease
+/// and shows both the delivery and the daemon's terminal receipt.
+pub fn verify_completion(
+    before: &DurableJobLease,
+    after: &DurableJobLease,
+) -> Result<(), &'static str> {
+    if before.identity != after.identity
+        || before.worker_id != after.worker_id
+        || before.wrapper_pid != after.wrapper_pid
+        || before.process_start_ticks != after.process_start_ticks
+        || before.boot_id != after.boot_id
+        || before.process_birth != after.process_birth
+        || before.command_fingerprint != after.command_fingerprint
+    {
+        return Err(IDENTITY_CHANGED);
+    }
+    let daemon_exit = after
+        .recovery
+        .as_ref()
+        .and_then(|recipe| recipe.get("daemon_exit_code"))
+        .and_then(Value::as_i64)
+        .and_then(|code| i32::try_from(code).ok());
+    let delivered = settled_handoff(after);
+    if !after.terminal_acknowledged
+        || after.state != LeaseState::Finished
+        || delivered.is_none()
+        || delivered != after.exit_code
+        || daemon_exit.is_none()
+    {
+        return Err(NOT_ACKNOWLEDGED);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const ID: &str = "rchw-6f1c3b7e-2a4d-4c8e-9b1f-3e5a7d9c2b10";
+    const NOW: u64 = 100 * 60 * 60 * 1000;
+    const STALE_AFTER: u64 = 15 * 60 * 1000;
+    const STALE: u64 = NOW - 60 * 60 * 1000;
+
+    fn owning_recipe() -> Value {
+        json!({"version": 2, "wrapper_id": ID, "build_id": 7, "worker": {"id": "worker1"},
+               "source_roots": ["/p"], "pair": null, "retire_root": null, "retired": false,
+               "returned": null, "sources_released": false})
+    }
+
+    fn lease(heartbeat: u64, pid: u32, recipe: Value) -> DurableJobLease {
+        serde_json::from_value(json!({
+            "schema_version": 1,
+            "identity": {"local_wrapper_id": ID, "remote_build_id": 7},
+            "wrapper_pid": pid,
+            "process_start_ticks": 123,
+            "boot_id": "3f1c2a9e-5b7d-4e2a-9c1f-0a1b2c3d4e5f",
+            "state": "running", "phase": "execute", "worker_id": "worker1",
+            "heartbeat_unix_ms": heartbeat, "strict_remote": false,
+            "self_healing_enabled": true, "command_fingerprint": "blake3:test",
+            "terminal_acknowledged": false, "recovery": recipe
+        }))
+        .expect("valid lease")
+    }
+
+    fn handoff(heartbeat: u64, pid: u32, returned: i32) -> DurableJobLease {
+        lease(
+            heartbeat,
+            pid,
+            json!({"version": 2, "wrapper_id": ID, "build_id": 7, "worker": {"id": "worker1"},
+                   "returned": returned, "retired": true, "sources_released": true,
+                   "source_roots": ["/p"]}),
+        )
+    }
+
+    fn verdict(lease: DurableJobLease, presence: Presence) -> Result<Candidate, SkipReason> {
+        judge(ID, lease, NOW, STALE_AFTER, |_, _| presence)
+    }
+
+    #[test]
+    fn a_dead_stale_owner_of_unretired_source_is_a_candidate() {
+        let candidate =
+            verdict(lease(STALE, 11, owning_recipe()), Presence::Gone).expect("candidate");
+        assert_eq!(
+            candidate,
+            Candidate {
+                wrapper_id: ID.into(),
+                worker_id: "worker1".into(),
+                build_id: 7,
+                heartbeat_unix_ms: STALE,
+            }
+        );
+        assert!(verdict(handoff(STALE, 11, 102), Presence::Gone).is_ok());
+    }
+
+    #[test]
+    fn each_skip_reason_is_reported_in_spec_order() {
+        let mut schema = lease(STALE, 11, owning_recipe());
+        schema.schema_version = 2;
+        assert_eq!(verdict(schema, Presence::Gone), Err(SkipReason::Malformed));
+
+        let renamed = lease(STALE, 11, owning_recipe());
+        assert_eq!(
+            judge(
+                "rchw-00000000-0000-4000-8000-000000000000",
+                renamed,
+                NOW,
+                STALE_AFTER,
+                |_, _| { Presence::Gone }
+            ),
+            Err(SkipReason::Malformed)
+        );
+
+        // Terminal wins over everything below it, even a fresh heartbeat.
+        let mut acked = lease(NOW, 0, owning_recipe());
+        acked.terminal_acknowledged = true;
+        assert_eq!(verdict(acked, Presence::Gone), Err(SkipReason::Terminal));
+
+        let retired = lease(STALE, 11, json!({"source_roots": ["/p"], "retired": true}));
+        assert_eq!(verdict(retired, Presence::Gone), Err(SkipReason::NotOwning));
+        let mut no_recipe = lease(STALE, 11, Value::Null);
+        no_recipe.recovery = None;
+        assert_eq!(
+            verdict(no_recipe, Presence::Gone),
+            Err(SkipReason::NotOwning)
+        );
+
+        let mut unadmitted = lease(STALE, 11, owning_recipe());
+        unadmitted.identity.remote_build_id = None;
+        assert_eq!(
+            verdict(unadmitted, Presence::Gone),
+            Err(SkipReason::NotAdmitted)
+        );
+        let mut zero_build = lease(STALE, 11, owning_recipe());
+        zero_build.identity.remote_build_id = Some(0);
+        assert_eq!(
+            verdict(zero_build, Presence::Gone),
+            Err(SkipReason::NotAdmitted)
+        );
+        let mut no_worker = lease(STALE, 11, owning_recipe());
+        no_worker.worker_id = Some(String::new());
+        assert_eq!(
+            verdict(no_worker, Presence::Gone),
+            Err(SkipReason::NotAdmitted)
+        );
+
+        assert_eq!(
+            verdict(lease(NOW - 1000, 11, owning_recipe()), Presence::Gone),
+            Err(SkipReason::HeartbeatFresh)
+        );
+        assert_eq!(
+            verdict(lease(NOW + 60_000, 11, owning_recipe()), Presence::Gone),
+            Err(SkipReason::HeartbeatFresh),
+            "a heartbeat from the future is fresh"
+        );
+        for pid in [0, 1] {
+            assert_eq!(
+                verdict(lease(STALE, pid, owning_recipe()), Presence::Gone),
+                Err(SkipReason::NoPid)
+            );
+        }
+        assert_eq!(
+            verdict(lease(STALE, 11, owning_recipe()), Presence::Alive),
+            Err(SkipReason::OwnerAlive)
+        );
+        assert_eq!(
+            verdict(lease(STALE, 11, owning_recipe()), Presence::Unverified),
+            Err(SkipReason::OwnerUnverified)
+        );
+    }
+
+    #[test]
+    fn presence_is_asked_only_for_journals_that_passed_the_cheap_checks() {
+        let mut asked = false;
+        let fresh = lease(NOW, 11, owning_recipe());
+        let _ = judge(ID, fresh, NOW, STALE_AFTER, |_, _| {
+            asked = true;
+            Presence::Gone
+        });
+        assert!(!asked);
+        let stale = lease(STALE, 11, owning_recipe());
+        let _ = judge(ID, stale, NOW, STALE_AFTER, |pid, recorded| {
+            asked = true;
+            assert_eq!(pid, 11);
+            assert!(matches!(recorded, Recorded::Linux { ticks: 123, .. }));
+            Presence::Gone
+        });
+        assert!(asked);
+    }
+
+    #[test]
+    fn ownership_needs_roots_a_pair_or_a_retire_root_and_no_retirement() {
+        for (recipe, owns) in [
+            (json!({"source_roots": ["/p"]}), true),
+            (json!({"source_roots": [], "pair": ["/a", "t"]}), true),
+            (json!({"source_roots": [], "retire_root": "/t"}), true),
+            (json!({"source_roots": ["/p"], "retired": false}), true),
+            (json!({"source_roots": ["/p"], "retired": "true"}), true),
+            (json!({"source_roots": ["/p"], "retired": true}), false),
+            (
+                json!({"source_roots": [], "pair": null, "retire_root": null}),
+                false,
+            ),
+            (json!({"source_roots": "/p"}), false),
+            (json!({}), false),
+            (json!([1, 2]), false),
+            (json!("recipe"), false),
+        ] {
+            let lease = lease(STALE, 11, recipe.clone());
+            assert_eq!(owns_unretired_source(&lease), owns, "{recipe}");
+        }
+    }
+
+    #[test]
+    fn incomplete_or_foreign_retired_recipes_do_not_authorize_a_handoff() {
+        let original = handoff(0, 11, 102);
+        assert_eq!(settled_handoff(&original), Some(102));
+        for (key, value) in [
+            ("version", json!(3)),
+            ("wrapper_id", json!("another-wrapper")),
+            ("build_id", json!(8)),
+            ("worker", json!({"id": "another-worker"})),
+            ("retired", json!(false)),
+            ("sources_released", json!(false)),
+            ("pair", json!(["/pair", "token"])),
+            ("retire_root", json!("/unretired-tree")),
+            ("returned", Value::Null),
+            ("returned", json!(i64::MAX)),
+            ("returned", json!("0")),
+            ("source_roots", Value::Null),
+        ] {
+            let mut changed = original.clone();
+            if let Some(recipe) = changed.recovery.as_mut() {
+                recipe[key] = value;
+            }
+            assert!(settled_handoff(&changed).is_none(), "{key}");
+        }
+        let mut released_pair = original.clone();
+        if let Some(recipe) = released_pair.recovery.as_mut() {
+            recipe["pair"] = json!(["/pair", "token"]);
+            recipe["pair_released"] = json!(true);
+            recipe["retire_root"] = json!("/tree");
+            recipe["tree_retired"] = json!(true);
+        }
+        assert_eq!(settled_handoff(&released_pair), Some(102));
+        let mut no_roots = original.clone();
+        if let Some(recipe) = no_roots.recovery.as_mut() {
+            recipe["source_roots"] = json!([]);
+            recipe["sources_released"] = json!(false);
+        }
+        assert_eq!(settled_handoff(&no_roots), Some(102));
+        let mut unadmitted = original.clone();
+        unadmitted.identity.remote_build_id = None;
+        assert!(settled_handoff(&unadmitted).is_none());
+        let mut no_worker = original;
+        no_worker.worker_id = None;
+        assert!(settled_handoff(&no_worker).is_none());
+    }
+
+    fn completed(before: &DurableJobLease, exit: i32, daemon_exit: i32) -> DurableJobLease {
+        let mut after = before.clone();
+        if let Some(recipe) = after.recovery.as_mut() {
+            recipe["returned"] = json!(exit);
+            recipe["daemon_exit_code"] = json!(daemon_exit);
+        }
+        after.exit_code = Some(exit);
+        after.state = LeaseState::Finished;
+        after.terminal_acknowledged = true;
+        after.heartbeat_unix_ms += 1;
+        after
+    }
+
+    #[test]
+    fn completion_needs_delivery_and_daemon_evidence_without_conflating_exits() {
+        let before = handoff(0, 11, 102);
+        assert_eq!(verify_completion(&before, &before), Err(NOT_ACKNOWLEDGED));
+        let complete = completed(&before, 102, 130);
+        assert_eq!(verify_completion(&before, &complete), Ok(()));
+
+        let mut no_receipt = complete.clone();
+        if let Some(recipe) = no_receipt.recovery.as_mut() {
+            recipe["daemon_exit_code"] = Value::Null;
+        }
+        assert_eq!(
+            verify_completion(&before, &no_receipt),
+            Err(NOT_ACKNOWLEDGED)
+        );
+        let mut false_success = complete.clone();
+        false_success.exit_code = Some(0);
+        assert_eq!(
+            verify_completion(&before, &false_success),
+            Err(NOT_ACKNOWLEDGED)
+        );
+        let mut not_finished = complete.clone();
+        not_finished.state = LeaseState::Running;
+        assert_eq!(
+            verify_completion(&before, &not_finished),
+            Err(NOT_ACKNOWLEDGED)
+        );
+        let mut unsettled = complete.clone();
+        if let Some(recipe) = unsettled.recovery.as_mut() {
+            recipe["retired"] = json!(false);
+        }
+        assert_eq!(
+            verify_completion(&before, &unsettled),
+            Err(NOT_ACKNOWLEDGED)
+        );
+    }
+
+    #[test]
+    fn completion_refuses_a_journal_with_another_identity() {
+        let before = handoff(0, 11, 102);
+        let complete = completed(&before, 102, 130);
+        let changes: [fn(&mut DurableJobLease); 7] = [
+            |l| l.identity.remote_build_id = Some(8),
+            |l| l.worker_id = Some("other".into()),
+            |l| l.wrapper_pid = 12,
+            |l| l.process_start_ticks = Some(124),
+            |l| l.boot_id = None,
+            |l| {
+                l.process_birth = Some(json!({"boot_id": "3f1c2a9e-5b7d-4e2a-9c1f-0a1b2c3d4e5f",
+                    "start": {"platform": "darwin", "seconds": 1791280000, "microseconds": 1}}))
+            },
+            |l| l.command_fingerprint = "blake3:other".into(),
+        ];
+        for (index, change) in changes.iter().enumerate() {
+            let mut replaced = complete.clone();
+            change(&mut replaced);
+            assert_eq!(
+                verify_completion(&before, &replaced),
+                Err(IDENTITY_CHANGED),
+                "change {index}"
+            );
+        }
+    }
+}

@@ -1,0 +1,27 @@
+//! rch-sweep: a one-shot recovery of dead rch client leases.
+//!
+//! The flow is scan → judge → plan → recover → record → report, one module a
+//! step. The decisions (`judge`, `plan`, `backoff`, `exit`) are pure functions
+//! over plain data; the modules around them do the I/O: `journal` and `owner`
+//! read, `child` and `recover` run `rch`, `state`, `lock` and `fsio` persist,
+//! `report`, `metrics` and `log` speak.
+
+pub mod backoff;
+pub mod child;
+pub mod cli;
+pub mod cmd;
+pub mod config;
+pub mod exit;
+pub mod fsio;
+pub mod journal;
+pub mod judge;
+pub mod lock;
+pub mod log;
+pub mod metrics;
+pub mod owner;
+pub mod plan;
+pub mod recover;
+pub mod report;
+pub mod scan;
+pub mod signals;
+pub mod state;

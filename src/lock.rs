@@ -1,0 +1,105 @@
+//! The run lock: `flock` on `<state file>.lock`, held for the whole run (and
+//! by `forget`), so two sweeps never recover the same lease or overwrite each
+//! other's state. A separate file, because the state file's inode is replaced
+//! on every save; never unlinked, because a waiter could then lock a dead inode.
+
+use crate::exit::{ExitCode, Fatal};
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read, Seek, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+/// Held until dropped; the kernel releases it if the process dies.
+#[derive(Debug)]
+pub struct Lock {
+    _file: File,
+}
+
+#[derive(Debug)]
+pub enum LockError {
+    /// Another process holds it; the PID it wrote, when readable.
+    Busy {
+        holder: Option<u32>,
+    },
+    Io(io::Error),
+}
+
+/// `<state file>.lock`.
+pub fn lock_path(state_file: &Path) -> PathBuf {
+    let mut name = state_file.as_os_str().to_os_string();
+    name.push(".lock");
+    PathBuf::from(name)
+}
+
+/// Takes the lock of `state_file` for a command; busy is exit 75 and any
+/// other failure exit 74, each with a message naming the lock file.
+pub fn acquire_for(state_file: &Path) -> anyhow::Result<Lock> {
+    let path = lock_path(state_file);
+    acquire(&path).map_err(|error| match error {
+        LockError::Busy { holder } => Fatal::error(
+            ExitCode::Locked,
+            format!(
+                "another rch-sweep{} holds {}; try again when it is done",
+                holder
+                    .map(|pid| format!(" (pid {pid})"))
+                    .unwrap_or_default(),
+                path.display()
+            ),
+        ),
+        LockError::Io(error) => Fatal::error(
+            ExitCode::Io,
+            format!("cannot lock {}: {error}", path.display()),
+        ),
+    })
+}
+
+/// Takes the lock without waiting and writes our PID into it.
+pub fn acquire(path: &Path) -> Result<Lock, LockError> {
+    let mut file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(LockError::Io)?;
+    // SAFETY: the descriptor is open and owned by `file` for this call.
+    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if rc != 0 {
+        let error = io::Error::last_os_error();
+        if error.raw_os_error() == Some(libc::EWOULDBLOCK) {
+            let mut text = String::new();
+            let holder = file
+                .read_to_string(&mut text)
+                .ok()
+                .and_then(|_| text.trim().parse().ok());
+            return Err(LockError::Busy { holder });
+        }
+        return Err(LockError::Io(error));
+    }
+    file.set_len(0).map_err(LockError::Io)?;
+    file.rewind().map_err(LockError::Io)?;
+    writeln!(file, "{}", std::process::id()).map_err(LockError::Io)?;
+    Ok(Lock { _file: file })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_holder_is_refused_with_the_first_ones_pid() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = lock_path(&dir.path().join("backoff.json"));
+        assert_eq!(path, dir.path().join("backoff.json.lock"));
+        let held = acquire(&path).expect("first");
+        match acquire(&path) {
+            Err(LockError::Busy { holder }) => assert_eq!(holder, Some(std::process::id())),
+            other => panic!("expected busy, got {other:?}"),
+        }
+        drop(held);
+        assert!(acquire(&path).is_ok(), "released on drop");
+    }
+}

@@ -1,0 +1,134 @@
+//! Human lines on stderr: errors, warnings and notes. When stderr is the
+//! systemd journal, each line carries its syslog priority (`<3>`, `<4>`,
+//! `<6>`) so `journalctl -p warning` finds the ones that matter.
+//!
+//! The journal is recognised as sd-daemon(3) says: `$JOURNAL_STREAM` names
+//! the device and inode of the journal's stream, and stderr must be that very
+//! file; the variable alone is inherited by children and proves nothing.
+
+use std::fmt::Display;
+use std::io::Write;
+use std::sync::OnceLock;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Level {
+    Error,
+    Warning,
+    Info,
+}
+
+impl Level {
+    fn priority(self) -> u8 {
+        match self {
+            Level::Error => 3,
+            Level::Warning => 4,
+            Level::Info => 6,
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Level::Error => "error: ",
+            Level::Warning => "warning: ",
+            Level::Info => "",
+        }
+    }
+}
+
+struct Mode {
+    quiet: bool,
+    journald: bool,
+}
+
+static MODE: OnceLock<Mode> = OnceLock::new();
+
+/// Sets how lines are written; call once, early. Without it, lines are
+/// written plainly and nothing is suppressed.
+pub fn init(quiet: bool) {
+    let journald = std::env::var("JOURNAL_STREAM")
+        .ok()
+        .is_some_and(|value| stderr_is_stream(&value));
+    let _ = MODE.set(Mode { quiet, journald });
+}
+
+pub fn error(message: impl Display) {
+    emit(Level::Error, &message);
+}
+
+pub fn warn(message: impl Display) {
+    emit(Level::Warning, &message);
+}
+
+pub fn info(message: impl Display) {
+    emit(Level::Info, &message);
+}
+
+fn emit(level: Level, message: &dyn Display) {
+    let (quiet, journald) = MODE.get().map_or((false, false), |m| (m.quiet, m.journald));
+    if quiet && level != Level::Error {
+        return;
+    }
+    let text = format_lines(level, journald, &message.to_string());
+    // Nothing sensible is left to do when stderr itself fails.
+    let _ = std::io::stderr().lock().write_all(text.as_bytes());
+}
+
+/// Every line of a message gets the prefix, so a multi-line diagnostic keeps
+/// its priority in the journal.
+fn format_lines(level: Level, journald: bool, message: &str) -> String {
+    let mut out = String::with_capacity(message.len() + 32);
+    for line in message.lines() {
+        if journald {
+            out.push_str(&format!("<{}>", level.priority()));
+        }
+        out.push_str("rch-sweep: ");
+        out.push_str(level.label());
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
+/// Whether stderr is the file `JOURNAL_STREAM` (`<device>:<inode>`) names.
+fn stderr_is_stream(value: &str) -> bool {
+    let Some((device, inode)) = value.split_once(':') else {
+        return false;
+    };
+    let (Ok(device), Ok(inode)) = (device.parse::<u64>(), inode.parse::<u64>()) else {
+        return false;
+    };
+    let mut stat = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: fd 2 may be closed, in which case fstat fails and `stat` is
+    // not read; on success fstat has filled it.
+    if unsafe { libc::fstat(2, stat.as_mut_ptr()) } != 0 {
+        return false;
+    }
+    // SAFETY: fstat returned 0, so `stat` is initialised.
+    let stat = unsafe { stat.assume_init() };
+    stat.st_dev == device && stat.st_ino == inode
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_carry_their_priority_only_for_the_journal() {
+        assert_eq!(
+            format_lines(Level::Error, true, "a\nb"),
+            "<3>rch-sweep: error: a\n<3>rch-sweep: error: b\n"
+        );
+        assert_eq!(
+            format_lines(Level::Warning, false, "w"),
+            "rch-sweep: warning: w\n"
+        );
+        assert_eq!(format_lines(Level::Info, true, "i"), "<6>rch-sweep: i\n");
+    }
+
+    #[test]
+    fn malformed_stream_values_are_not_the_journal() {
+        for value in ["", "1", "a:b", "1:", ":1"] {
+            assert!(!stderr_is_stream(value), "{value}");
+        }
+    }
+}

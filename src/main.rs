@@ -1,0 +1,27 @@
+use clap::Parser;
+use rch_sweep::cli::{Cli, Command};
+use rch_sweep::exit;
+use rch_sweep::{child, cmd, log};
+
+fn main() {
+    // Before any child: cron may hand us SIGCHLD ignored.
+    child::reset_sigchld();
+    let cli = Cli::parse();
+    let quiet = matches!(&cli.command, Some(Command::Run(args)) if args.quiet)
+        || (cli.command.is_none() && cli.run.quiet);
+    log::init(quiet);
+    let result = match cli.command {
+        None => cmd::run::run(cli.run),
+        Some(Command::Run(args)) => cmd::run::run(args),
+        Some(Command::Status(args)) => cmd::status::run(args),
+        Some(Command::Forget(args)) => cmd::forget::run(args),
+    };
+    let code = match result {
+        Ok(code) => code,
+        Err(error) => {
+            log::error(format!("{error:#}"));
+            exit::code_of(&error)
+        }
+    };
+    std::process::exit(code.code());
+}

@@ -1,0 +1,418 @@
+//! Is a journal's owner (the `rch exec` wrapper) still running? Answered from
+//! Linux `/proc` with the same evidence `rch jobs recover` demands, so a
+//! journal is never handed to it that it would refuse for a live owner.
+//!
+//! The recorded identity (boot id plus start ticks) tells a live owner from a
+//! reused PID. Anything that cannot be judged is [`Presence::Unverified`]:
+//! failing closed keeps a recovery from racing a wrapper that is still alive.
+//! The `/proc` root is injectable so tests can present a foreign PID
+//! namespace, a zombie or a reused PID.
+
+use crate::journal::{DurableJobLease, is_canonical_uuid};
+use serde_json::Value;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Presence {
+    /// The owner runs: same PID, same boot, same start time (or the PID
+    /// exists and no identity was recorded).
+    Alive,
+    /// No such process, a zombie, or the PID now belongs to another process.
+    Gone,
+    /// Cannot be judged from here.
+    Unverified,
+}
+
+/// The owner identity a journal recorded, as rch's `owner_identity()` reads
+/// it: `process_birth` when present (an invalid one never falls back to the
+/// legacy fields), else `boot_id` with `process_start_ticks`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Recorded {
+    None,
+    Linux {
+        boot_id: String,
+        ticks: u64,
+    },
+    /// Present but unusable here: a non-canonical boot id, a non-Linux
+    /// birth, or only one of the two legacy fields.
+    Invalid,
+}
+
+impl Recorded {
+    pub fn of(lease: &DurableJobLease) -> Recorded {
+        if let Some(birth) = &lease.process_birth {
+            return linux_birth(birth).unwrap_or(Recorded::Invalid);
+        }
+        match (&lease.boot_id, lease.process_start_ticks) {
+            (None, None) => Recorded::None,
+            (Some(boot_id), Some(ticks)) if is_canonical_uuid(boot_id) => Recorded::Linux {
+                boot_id: boot_id.clone(),
+                ticks,
+            },
+            _ => Recorded::Invalid,
+        }
+    }
+}
+
+fn linux_birth(birth: &Value) -> Option<Recorded> {
+    let boot_id = birth.get("boot_id")?.as_str()?;
+    let start = birth.get("start")?;
+    if start.get("platform")?.as_str()? != "linux" || !is_canonical_uuid(boot_id) {
+        return None;
+    }
+    Some(Recorded::Linux {
+        boot_id: boot_id.to_owned(),
+        ticks: start.get("ticks")?.as_u64()?,
+    })
+}
+
+/// A view of `/proc`. The own-PID check and the boot id are read once, on
+/// first use, and shared by every judgement of the run.
+pub struct ProcFs {
+    root: PathBuf,
+    own_pid: u32,
+    own_namespace: OnceLock<bool>,
+    boot_id: OnceLock<Option<String>>,
+}
+
+impl ProcFs {
+    /// The system's `/proc`, seen by this process.
+    pub fn system() -> ProcFs {
+        ProcFs::at(Path::new("/proc"), std::process::id())
+    }
+
+    /// A `/proc` tree at `root`, as seen by a process with PID `own_pid`.
+    pub fn at(root: &Path, own_pid: u32) -> ProcFs {
+        ProcFs {
+            root: root.to_path_buf(),
+            own_pid,
+            own_namespace: OnceLock::new(),
+            boot_id: OnceLock::new(),
+        }
+    }
+
+    /// Whether process `pid` is the owner the journal recorded.
+    pub fn presence(&self, pid: u32, recorded: &Recorded) -> Presence {
+        if pid > i32::MAX as u32 || !self.is_own_namespace() {
+            return Presence::Unverified;
+        }
+        let stat = match std::fs::read(self.root.join(pid.to_string()).join("stat")) {
+            Ok(stat) => stat,
+            Err(error) if error.kind() == io::ErrorKind::NotFound => return Presence::Gone,
+            Err(_) => return Presence::Unverified,
+        };
+        let ticks = match parse_stat(&stat) {
+            Some(Stat { pid: seen, .. }) if seen != pid => return Presence::Unverified,
+            Some(Stat {
+                state: b'Z' | b'X' | b'x',
+                ..
+            }) => return Presence::Gone,
+            Some(Stat {
+                state: b'R' | b'S' | b'D' | b'T' | b't' | b'K' | b'W' | b'P' | b'I',
+                start_ticks,
+                ..
+            }) => start_ticks,
+            _ => return Presence::Unverified,
+        };
+        match recorded {
+            Recorded::None => Presence::Alive,
+            Recorded::Invalid => Presence::Unverified,
+            Recorded::Linux {
+                boot_id,
+                ticks: recorded_ticks,
+            } => match self.boot_id() {
+                None => Presence::Unverified,
+                Some(current) if current == boot_id && ticks == *recorded_ticks => Presence::Alive,
+                // Another boot, or the PID was reused by a later process.
+                Some(_) => Presence::Gone,
+            },
+        }
+    }
+
+    /// `/proc/self/stat` must show our own PID; otherwise `/proc` belongs to
+    /// another PID namespace and a missing PID there proves nothing.
+    fn is_own_namespace(&self) -> bool {
+        *self.own_namespace.get_or_init(|| {
+            std::fs::read(self.root.join("self/stat"))
+                .ok()
+                .and_then(|stat| parse_stat(&stat))
+                .is_some_and(|stat| stat.pid == self.own_pid)
+        })
+    }
+
+    fn boot_id(&self) -> Option<&str> {
+        self.boot_id
+            .get_or_init(|| {
+                let text =
+                    std::fs::read_to_string(self.root.join("sys/kernel/random/boot_id")).ok()?;
+                let text = text.trim();
+                is_canonical_uuid(text).then(|| text.to_owned())
+            })
+            .as_deref()
+    }
+}
+
+struct Stat {
+    pid: u32,
+    state: u8,
+    start_ticks: u64,
+}
+
+/// Parses `/proc/<pid>/stat`: `pid (comm) state ppid ... starttime ...`.
+/// The command name may hold spaces and parentheses, so split at the last
+/// `") "`; start time is field 22, the 20th after the command.
+fn parse_stat(stat: &[u8]) -> Option<Stat> {
+    let text = std::str::from_utf8(stat).ok()?;
+    let close = text.rfind(") ")?;
+    let (head, tail) = (&text[..close], &text[close + 2..]);
+    let pid = head.split_once(" (")?.0.parse().ok()?;
+    let mut fields = tail.split_ascii_whitespace();
+    let state = fields.next()?.as_bytes();
+    let [state] = state else { return None };
+    let start_ticks = fields.nth(18)?.parse().ok()?;
+    Some(Stat {
+        pid,
+        state: *state,
+        start_ticks,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BOOT: &str = "3f1c2a9e-5b7d-4e2a-9c1f-0a1b2c3d4e5f";
+
+    fn stat_line(pid: u32, comm: &str, state: char, ticks: u64) -> String {
+        // Fields 4..=21 are filler; field 22 is the start time.
+        let filler: Vec<String> = (4..22).map(|n| n.to_string()).collect();
+        format!(
+            "{pid} ({comm}) {state} {} {ticks} 23 24\n",
+            filler.join(" ")
+        )
+    }
+
+    struct FakeProc {
+        dir: tempfile::TempDir,
+    }
+
+    impl FakeProc {
+        fn new(own_pid: u32) -> FakeProc {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let proc = FakeProc { dir };
+            proc.process("self", own_pid, 'R', 1);
+            std::fs::create_dir_all(proc.dir.path().join("sys/kernel/random")).expect("mkdir");
+            std::fs::write(
+                proc.dir.path().join("sys/kernel/random/boot_id"),
+                format!("{BOOT}\n"),
+            )
+            .expect("boot_id");
+            proc
+        }
+
+        fn process(&self, name: &str, pid: u32, state: char, ticks: u64) {
+            let dir = self.dir.path().join(name);
+            std::fs::create_dir_all(&dir).expect("mkdir");
+            std::fs::write(
+                dir.join("stat"),
+                stat_line(pid, "rch (exec) x", state, ticks),
+            )
+            .expect("stat");
+        }
+
+        fn view(&self, own_pid: u32) -> ProcFs {
+            ProcFs::at(self.dir.path(), own_pid)
+        }
+    }
+
+    fn linux(ticks: u64) -> Recorded {
+        Recorded::Linux {
+            boot_id: BOOT.into(),
+            ticks,
+        }
+    }
+
+    #[test]
+    fn a_matching_identity_is_alive() {
+        let proc = FakeProc::new(100);
+        proc.process("4242", 4242, 'S', 777);
+        assert_eq!(proc.view(100).presence(4242, &linux(777)), Presence::Alive);
+    }
+
+    #[test]
+    fn a_missing_pid_is_gone_whatever_was_recorded() {
+        let proc = FakeProc::new(100);
+        let view = proc.view(100);
+        for recorded in [Recorded::None, Recorded::Invalid, linux(1)] {
+            assert_eq!(view.presence(4242, &recorded), Presence::Gone);
+        }
+    }
+
+    #[test]
+    fn a_reused_pid_or_another_boot_is_gone() {
+        let proc = FakeProc::new(100);
+        proc.process("4242", 4242, 'S', 778);
+        assert_eq!(proc.view(100).presence(4242, &linux(777)), Presence::Gone);
+        let other_boot = Recorded::Linux {
+            boot_id: "00000000-0000-4000-8000-000000000000".into(),
+            ticks: 778,
+        };
+        assert_eq!(proc.view(100).presence(4242, &other_boot), Presence::Gone);
+    }
+
+    #[test]
+    fn a_zombie_is_gone() {
+        let proc = FakeProc::new(100);
+        proc.process("4242", 4242, 'Z', 777);
+        assert_eq!(proc.view(100).presence(4242, &linux(777)), Presence::Gone);
+        assert_eq!(
+            proc.view(100).presence(4242, &Recorded::None),
+            Presence::Gone
+        );
+    }
+
+    #[test]
+    fn a_foreign_namespace_or_missing_proc_is_unverified() {
+        let proc = FakeProc::new(100);
+        // /proc/self shows PID 100, but we are PID 200: not our namespace.
+        assert_eq!(
+            proc.view(200).presence(4242, &linux(1)),
+            Presence::Unverified
+        );
+        let nothing = ProcFs::at(Path::new("/nonexistent/proc"), 1);
+        assert_eq!(
+            nothing.presence(4242, &Recorded::None),
+            Presence::Unverified
+        );
+    }
+
+    #[test]
+    fn no_recorded_identity_and_an_existing_pid_is_alive() {
+        let proc = FakeProc::new(100);
+        proc.process("4242", 4242, 'S', 777);
+        assert_eq!(
+            proc.view(100).presence(4242, &Recorded::None),
+            Presence::Alive
+        );
+    }
+
+    #[test]
+    fn an_invalid_identity_of_an_existing_pid_is_unverified() {
+        let proc = FakeProc::new(100);
+        proc.process("4242", 4242, 'S', 777);
+        assert_eq!(
+            proc.view(100).presence(4242, &Recorded::Invalid),
+            Presence::Unverified
+        );
+    }
+
+    #[test]
+    fn pids_beyond_i32_and_odd_stat_files_are_unverified() {
+        let proc = FakeProc::new(100);
+        assert_eq!(
+            proc.view(100).presence(u32::MAX, &Recorded::None),
+            Presence::Unverified
+        );
+        proc.process("4242", 4243, 'S', 777); // stat names another pid
+        assert_eq!(
+            proc.view(100).presence(4242, &linux(777)),
+            Presence::Unverified
+        );
+        proc.process("4244", 4244, '?', 777); // unknown state
+        assert_eq!(
+            proc.view(100).presence(4244, &linux(777)),
+            Presence::Unverified
+        );
+        std::fs::create_dir_all(proc.dir.path().join("4245")).expect("mkdir");
+        std::fs::write(proc.dir.path().join("4245/stat"), "garbage").expect("write");
+        assert_eq!(
+            proc.view(100).presence(4245, &linux(777)),
+            Presence::Unverified
+        );
+    }
+
+    #[test]
+    fn an_unreadable_boot_id_leaves_a_recorded_identity_unverified() {
+        let proc = FakeProc::new(100);
+        proc.process("4242", 4242, 'S', 777);
+        std::fs::write(
+            proc.dir.path().join("sys/kernel/random/boot_id"),
+            "not-a-uuid",
+        )
+        .expect("write");
+        assert_eq!(
+            proc.view(100).presence(4242, &linux(777)),
+            Presence::Unverified
+        );
+    }
+
+    #[test]
+    fn the_real_proc_sees_this_process_alive() {
+        let own = std::process::id();
+        let stat = std::fs::read(format!("/proc/{own}/stat")).expect("own stat");
+        let ticks = parse_stat(&stat).expect("parses").start_ticks;
+        let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").expect("boot id");
+        let recorded = Recorded::Linux {
+            boot_id: boot.trim().to_owned(),
+            ticks,
+        };
+        let proc = ProcFs::system();
+        assert_eq!(proc.presence(own, &recorded), Presence::Alive);
+        let reused = Recorded::Linux {
+            boot_id: boot.trim().to_owned(),
+            ticks: ticks + 1,
+        };
+        assert_eq!(proc.presence(own, &reused), Presence::Gone);
+    }
+
+    #[test]
+    fn recorded_identity_prefers_process_birth_and_never_falls_back() {
+        let base: DurableJobLease = serde_json::from_value(serde_json::json!({
+            "schema_version": 1,
+            "identity": {"local_wrapper_id": "rchw-6f1c3b7e-2a4d-4c8e-9b1f-3e5a7d9c2b10"},
+            "wrapper_pid": 5, "state": "running", "phase": "execute",
+            "heartbeat_unix_ms": 0, "strict_remote": false, "self_healing_enabled": true,
+            "command_fingerprint": "blake3:x", "terminal_acknowledged": false
+        }))
+        .expect("lease");
+        assert_eq!(Recorded::of(&base), Recorded::None);
+
+        let mut legacy = base.clone();
+        legacy.boot_id = Some(BOOT.into());
+        legacy.process_start_ticks = Some(9);
+        assert_eq!(Recorded::of(&legacy), linux(9));
+
+        let mut half = base.clone();
+        half.boot_id = Some(BOOT.into());
+        assert_eq!(Recorded::of(&half), Recorded::Invalid);
+        let mut half = base.clone();
+        half.process_start_ticks = Some(9);
+        assert_eq!(Recorded::of(&half), Recorded::Invalid);
+
+        let mut upper = legacy.clone();
+        upper.boot_id = Some(BOOT.to_uppercase());
+        assert_eq!(Recorded::of(&upper), Recorded::Invalid);
+
+        let mut birth = legacy.clone();
+        birth.process_birth = Some(serde_json::json!(
+            {"boot_id": BOOT, "start": {"platform": "linux", "ticks": 11}}
+        ));
+        assert_eq!(Recorded::of(&birth), linux(11));
+
+        let mut darwin = legacy.clone();
+        darwin.process_birth = Some(serde_json::json!(
+            {"boot_id": BOOT, "start": {"platform": "darwin", "seconds": 1, "microseconds": 2}}
+        ));
+        assert_eq!(
+            Recorded::of(&darwin),
+            Recorded::Invalid,
+            "no fallback to legacy"
+        );
+
+        let mut odd = legacy;
+        odd.process_birth = Some(serde_json::json!("3f1c2a9e:123"));
+        assert_eq!(Recorded::of(&odd), Recorded::Invalid);
+    }
+}

@@ -1,0 +1,117 @@
+//! One recovery: read the journal again, refuse if its admission changed,
+//! run `rch jobs recover`, and count success only when the journal read back
+//! shows the delivery and the daemon's receipt.
+
+use crate::child::{self, ChildSpec, Ending};
+use crate::journal::{LeaseDir, ReadFailure};
+use crate::judge::{self, Candidate};
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+pub const ADMISSION_CHANGED: &str =
+    "recovery admission changed after scanning; client was not started";
+
+/// What a recovery needs besides the candidate.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    pub rch: PathBuf,
+    pub socket: Option<PathBuf>,
+    pub lease_dir: PathBuf,
+    /// Handed to the child as `--timeout-secs`.
+    pub recover_timeout: Duration,
+    /// Slack after the timeout before the child's group is killed.
+    pub kill_grace: Duration,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Recovered,
+    /// The journal disappeared or became terminal before the start: someone
+    /// else finished it. Not a failure.
+    Vanished,
+    Failed(String),
+    /// Cut short by a signal: the error says what was happening.
+    Interrupted(String),
+}
+
+#[derive(Clone, Debug)]
+pub struct Attempt {
+    pub outcome: Outcome,
+    pub duration: Duration,
+}
+
+/// Runs the whole recovery of `candidate` on the calling thread. The child's
+/// parent-death signal is tied to this thread, so it must be a thread that
+/// lives until this returns (the sweep gives each recovery its own).
+pub fn recover(settings: &Settings, candidate: &Candidate, stop: &dyn Fn() -> bool) -> Attempt {
+    let started = Instant::now();
+    let outcome = attempt(settings, candidate, stop);
+    Attempt {
+        outcome,
+        duration: started.elapsed(),
+    }
+}
+
+fn attempt(settings: &Settings, candidate: &Candidate, stop: &dyn Fn() -> bool) -> Outcome {
+    let id = candidate.wrapper_id.as_str();
+    let lease_dir = match LeaseDir::open(&settings.lease_dir) {
+        Ok(dir) => dir,
+        Err(error) => {
+            return Outcome::Failed(format!(
+                "cannot open lease directory {}: {error}",
+                settings.lease_dir.display()
+            ));
+        }
+    };
+    let before = match lease_dir.load(id) {
+        Ok(lease) if lease.terminal_acknowledged => return Outcome::Vanished,
+        Ok(lease) => lease,
+        Err(ReadFailure::Missing) => return Outcome::Vanished,
+        Err(_) => return Outcome::Failed(ADMISSION_CHANGED.into()),
+    };
+    if before.identity.remote_build_id != Some(candidate.build_id)
+        || before.worker_id.as_deref() != Some(candidate.worker_id.as_str())
+    {
+        return Outcome::Failed(ADMISSION_CHANGED.into());
+    }
+    if stop() {
+        return Outcome::Interrupted("interrupted before the recovery client was started".into());
+    }
+
+    let args: Vec<OsString> = vec![
+        "jobs".into(),
+        "recover".into(),
+        id.into(),
+        "--timeout-secs".into(),
+        settings.recover_timeout.as_secs().to_string().into(),
+    ];
+    let env: Vec<(OsString, OsString)> = settings
+        .socket
+        .iter()
+        .map(|socket| ("RCH_SOCKET_PATH".into(), socket.clone().into_os_string()))
+        .collect();
+    let spec = ChildSpec {
+        program: &settings.rch,
+        args: &args,
+        env: &env,
+    };
+    let deadline = settings.recover_timeout + settings.kill_grace;
+    let report = match child::run(&spec, deadline, stop) {
+        Ok(report) => report,
+        Err(error) => return Outcome::Failed(error.to_string()),
+    };
+    match (&report.ending, report.error()) {
+        (Ending::Interrupted, error) => {
+            Outcome::Interrupted(error.unwrap_or_else(|| "interrupted".into()))
+        }
+        (_, Some(error)) => Outcome::Failed(error),
+        (_, None) => match lease_dir.load(id) {
+            Ok(after) => match judge::verify_completion(&before, &after) {
+                Ok(()) => Outcome::Recovered,
+                Err(why) => Outcome::Failed(why.into()),
+            },
+            Err(_) => Outcome::Failed(judge::NOT_ACKNOWLEDGED.into()),
+        },
+    }
+}

@@ -1,0 +1,492 @@
+//! The run's summary for people (a table and one line) and for scripts (the
+//! SPEC's JSON document). Built from plain data after the run; prints nothing
+//! itself.
+
+use crate::exit::ExitCode;
+use crate::judge::{Candidate, SkipReason};
+use crate::scan::Skipped;
+use serde::Serialize;
+use serde::ser::{SerializeMap, Serializer};
+use std::fmt::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// What happened to one candidate in this run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Recovered,
+    Failed,
+    Vanished,
+    BackingOff,
+    Deferred,
+    WouldRecover,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Recovered => "recovered",
+            Outcome::Failed => "failed",
+            Outcome::Vanished => "vanished",
+            Outcome::BackingOff => "backing_off",
+            Outcome::Deferred => "deferred",
+            Outcome::WouldRecover => "would_recover",
+        }
+    }
+}
+
+/// One candidate's line in the report.
+#[derive(Clone, Debug)]
+pub struct LeaseLine {
+    pub candidate: Candidate,
+    pub outcome: Outcome,
+    /// How long its recovery took, when one was attempted.
+    pub duration: Option<Duration>,
+    pub error: Option<String>,
+    /// Its backoff entry after this run, when it has one.
+    pub failures: Option<u32>,
+    pub next_attempt_unix_ms: Option<u64>,
+}
+
+pub struct Summary {
+    pub dry_run: bool,
+    pub lease_dir: PathBuf,
+    pub state_file: PathBuf,
+    pub now_unix_ms: u64,
+    pub duration: Duration,
+    pub scanned: usize,
+    pub skipped: [usize; SkipReason::ALL.len()],
+    /// Candidates in plan order.
+    pub leases: Vec<LeaseLine>,
+    /// Skipped journals in file-name order (filled only for `--verbose`).
+    pub skipped_list: Vec<Skipped>,
+    pub exit_code: ExitCode,
+}
+
+/// The SPEC's counts; they add up as it says.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub candidates: usize,
+    pub backing_off: usize,
+    pub attempted: usize,
+    pub recovered: usize,
+    pub failed: usize,
+    pub vanished: usize,
+    pub deferred: usize,
+    pub would_recover: usize,
+}
+
+impl Summary {
+    pub fn counts(&self) -> Counts {
+        let mut counts = Counts {
+            candidates: self.leases.len(),
+            ..Counts::default()
+        };
+        for line in &self.leases {
+            match line.outcome {
+                Outcome::Recovered => counts.recovered += 1,
+                Outcome::Failed => counts.failed += 1,
+                Outcome::Vanished => counts.vanished += 1,
+                Outcome::BackingOff => counts.backing_off += 1,
+                Outcome::Deferred => counts.deferred += 1,
+                Outcome::WouldRecover => counts.would_recover += 1,
+            }
+        }
+        counts.attempted = counts.recovered + counts.failed + counts.vanished;
+        counts
+    }
+
+    pub fn skipped_total(&self) -> usize {
+        self.skipped.iter().sum()
+    }
+
+    /// The JSON document of SPEC "JSON summary", one line.
+    pub fn json(&self) -> String {
+        let counts = self.counts();
+        let mut leases: Vec<JsonLease<'_>> = self.leases.iter().map(JsonLease::from).collect();
+        leases.extend(self.skipped_list.iter().map(|skipped| JsonLease::Skipped {
+            file: &skipped.file,
+            wrapper_id: skipped.wrapper_id.as_deref(),
+            outcome: "skipped",
+            reason: skipped.reason.as_str(),
+        }));
+        let document = JsonSummary {
+            version: 1,
+            dry_run: self.dry_run,
+            lease_dir: self.lease_dir.to_string_lossy().into_owned(),
+            state_file: self.state_file.to_string_lossy().into_owned(),
+            duration_ms: millis(self.duration),
+            scanned: self.scanned,
+            skipped: SkippedCounts(&self.skipped),
+            candidates: counts.candidates,
+            backing_off: counts.backing_off,
+            attempted: counts.attempted,
+            recovered: counts.recovered,
+            failed: counts.failed,
+            vanished: counts.vanished,
+            deferred: counts.deferred,
+            would_recover: self.dry_run.then_some(counts.would_recover),
+            leases,
+            exit_code: self.exit_code.code(),
+        };
+        // Serializing plain structs of strings and numbers cannot fail.
+        serde_json::to_string(&document).unwrap_or_default()
+    }
+
+    /// The table of candidates (when there are any, or with `verbose` the
+    /// skipped journals too) and the one-line summary.
+    pub fn human(&self, verbose: bool) -> String {
+        let mut out = String::new();
+        if !self.leases.is_empty() {
+            self.table(&mut out);
+        }
+        if verbose && !self.skipped_list.is_empty() {
+            let width = self
+                .skipped_list
+                .iter()
+                .map(|s| s.file.len())
+                .max()
+                .unwrap_or(0);
+            out.push_str("skipped:\n");
+            for skipped in &self.skipped_list {
+                let _ = write!(
+                    out,
+                    "  {:width$}  {}",
+                    skipped.file,
+                    skipped.reason.as_str()
+                );
+                if let Some(detail) = &skipped.detail {
+                    let _ = write!(out, ": {detail}");
+                }
+                out.push('\n');
+            }
+        }
+        out.push_str(&self.summary_line());
+        out.push('\n');
+        out
+    }
+
+    fn table(&self, out: &mut String) {
+        let rows: Vec<[String; 5]> = self
+            .leases
+            .iter()
+            .map(|line| {
+                [
+                    line.candidate.wrapper_id.clone(),
+                    line.candidate.worker_id.clone(),
+                    line.candidate.build_id.to_string(),
+                    format!(
+                        "{} ago",
+                        span(
+                            self.now_unix_ms
+                                .saturating_sub(line.candidate.heartbeat_unix_ms)
+                        )
+                    ),
+                    self.describe(line),
+                ]
+            })
+            .collect();
+        let header = ["WRAPPER", "WORKER", "BUILD", "HEARTBEAT", "OUTCOME"];
+        let mut widths = header.map(str::len);
+        for row in &rows {
+            for (width, cell) in widths.iter_mut().zip(row) {
+                *width = (*width).max(cell.chars().count());
+            }
+        }
+        let header = header.map(str::to_owned);
+        for row in std::iter::once(&header).chain(&rows) {
+            let line: Vec<String> = row[..4]
+                .iter()
+                .zip(widths)
+                .map(|(cell, width)| format!("{cell:width$}"))
+                .collect();
+            let _ = writeln!(out, "{}  {}", line.join("  "), row[4]);
+        }
+    }
+
+    fn describe(&self, line: &LeaseLine) -> String {
+        let retry = |failures: Option<u32>, next: Option<u64>| match (failures, next) {
+            (Some(failures), Some(next)) => {
+                let when = if next <= self.now_unix_ms {
+                    "retry next run".to_owned()
+                } else {
+                    format!("retry in {}", span(next - self.now_unix_ms))
+                };
+                format!(
+                    "{failures} failure{}, {when}",
+                    if failures == 1 { "" } else { "s" }
+                )
+            }
+            _ => String::new(),
+        };
+        match line.outcome {
+            Outcome::Recovered => format!(
+                "recovered in {}",
+                seconds(line.duration.unwrap_or_default())
+            ),
+            Outcome::Failed => format!(
+                "failed after {} ({})",
+                seconds(line.duration.unwrap_or_default()),
+                retry(line.failures, line.next_attempt_unix_ms)
+            ),
+            Outcome::BackingOff => format!(
+                "backing off ({})",
+                retry(line.failures, line.next_attempt_unix_ms)
+            ),
+            Outcome::Vanished => "vanished (finished elsewhere)".into(),
+            Outcome::Deferred => "deferred to the next run".into(),
+            Outcome::WouldRecover => "would recover".into(),
+        }
+    }
+
+    fn summary_line(&self) -> String {
+        let counts = self.counts();
+        let mut line = format!(
+            "scanned {} journal{} in {}",
+            self.scanned,
+            if self.scanned == 1 { "" } else { "s" },
+            seconds(self.duration)
+        );
+        let skipped: Vec<String> = SkipReason::ALL
+            .iter()
+            .filter(|reason| self.skipped[reason.index()] > 0)
+            .map(|reason| format!("{} {}", self.skipped[reason.index()], reason.as_str()))
+            .collect();
+        if !skipped.is_empty() {
+            let _ = write!(
+                line,
+                ": {} skipped ({})",
+                self.skipped_total(),
+                skipped.join(", ")
+            );
+        }
+        if counts.candidates == 0 {
+            line.push_str("; nothing to recover");
+        } else if self.dry_run {
+            let _ = write!(
+                line,
+                "; {} candidate{}: {} backing off, {} would recover, {} deferred (dry run: nothing started or written)",
+                counts.candidates,
+                if counts.candidates == 1 { "" } else { "s" },
+                counts.backing_off,
+                counts.would_recover,
+                counts.deferred
+            );
+        } else {
+            let _ = write!(
+                line,
+                "; {} candidate{}: {} backing off, {} recovered, {} failed, {} vanished, {} deferred",
+                counts.candidates,
+                if counts.candidates == 1 { "" } else { "s" },
+                counts.backing_off,
+                counts.recovered,
+                counts.failed,
+                counts.vanished,
+                counts.deferred
+            );
+        }
+        line
+    }
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+fn seconds(duration: Duration) -> String {
+    format!("{:.1}s", duration.as_secs_f64())
+}
+
+/// A coarse human span: "3d 4h", "2h 5m", "12m 3s", "45s".
+pub fn span(ms: u64) -> String {
+    let secs = ms / 1000;
+    let (days, hours, minutes) = (secs / 86_400, secs / 3_600 % 24, secs / 60 % 60);
+    match (days, hours, minutes) {
+        (0, 0, 0) => format!("{secs}s"),
+        (0, 0, _) => format!("{minutes}m {}s", secs % 60),
+        (0, _, _) => format!("{hours}h {minutes}m"),
+        _ => format!("{days}d {hours}h"),
+    }
+}
+
+#[derive(Serialize)]
+struct JsonSummary<'a> {
+    version: u32,
+    dry_run: bool,
+    lease_dir: String,
+    state_file: String,
+    duration_ms: u64,
+    scanned: usize,
+    skipped: SkippedCounts<'a>,
+    candidates: usize,
+    backing_off: usize,
+    attempted: usize,
+    recovered: usize,
+    failed: usize,
+    vanished: usize,
+    deferred: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    would_recover: Option<usize>,
+    leases: Vec<JsonLease<'a>>,
+    exit_code: i32,
+}
+
+/// Counts by reason, only reasons that occurred, in SPEC order.
+struct SkippedCounts<'a>(&'a [usize; SkipReason::ALL.len()]);
+
+impl Serialize for SkippedCounts<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let present = SkipReason::ALL.iter().filter(|r| self.0[r.index()] > 0);
+        let mut map = serializer.serialize_map(Some(present.clone().count()))?;
+        for reason in present {
+            map.serialize_entry(reason.as_str(), &self.0[reason.index()])?;
+        }
+        map.end()
+    }
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum JsonLease<'a> {
+    Candidate {
+        wrapper_id: &'a str,
+        worker_id: &'a str,
+        build_id: u64,
+        heartbeat_unix_ms: u64,
+        outcome: &'static str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        duration_ms: Option<u64>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        failures: Option<u32>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        next_attempt_unix_ms: Option<u64>,
+    },
+    Skipped {
+        file: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        wrapper_id: Option<&'a str>,
+        outcome: &'static str,
+        reason: &'static str,
+    },
+}
+
+impl<'a> From<&'a LeaseLine> for JsonLease<'a> {
+    fn from(line: &'a LeaseLine) -> JsonLease<'a> {
+        JsonLease::Candidate {
+            wrapper_id: &line.candidate.wrapper_id,
+            worker_id: &line.candidate.worker_id,
+            build_id: line.candidate.build_id,
+            heartbeat_unix_ms: line.candidate.heartbeat_unix_ms,
+            outcome: line.outcome.as_str(),
+            duration_ms: line.duration.map(millis),
+            error: line.error.as_deref(),
+            failures: line.failures,
+            next_attempt_unix_ms: line.next_attempt_unix_ms,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(id: &str, outcome: Outcome) -> LeaseLine {
+        LeaseLine {
+            candidate: Candidate {
+                wrapper_id: id.into(),
+                worker_id: "hz4".into(),
+                build_id: 7,
+                heartbeat_unix_ms: 1_000,
+            },
+            outcome,
+            duration: Some(Duration::from_millis(8123)),
+            error: (outcome == Outcome::Failed).then(|| "exit status: 1: boom".to_owned()),
+            failures: (outcome == Outcome::Failed).then_some(2),
+            next_attempt_unix_ms: (outcome == Outcome::Failed).then_some(4_800_000),
+        }
+    }
+
+    fn summary(dry_run: bool, leases: Vec<LeaseLine>) -> Summary {
+        let mut skipped = [0; SkipReason::ALL.len()];
+        skipped[SkipReason::Terminal.index()] = 3;
+        skipped[SkipReason::Malformed.index()] = 1;
+        Summary {
+            dry_run,
+            lease_dir: "/l".into(),
+            state_file: "/s".into(),
+            now_unix_ms: 3_601_000,
+            duration: Duration::from_millis(1234),
+            scanned: 4 + leases.len(),
+            skipped,
+            leases,
+            skipped_list: Vec::new(),
+            exit_code: ExitCode::Failed,
+        }
+    }
+
+    #[test]
+    fn json_counts_add_up_and_list_only_reasons_that_occurred() {
+        let s = summary(
+            false,
+            vec![
+                line("a", Outcome::Recovered),
+                line("b", Outcome::Failed),
+                line("c", Outcome::Deferred),
+                line("d", Outcome::BackingOff),
+            ],
+        );
+        let value: serde_json::Value = serde_json::from_str(&s.json()).expect("json");
+        assert_eq!(
+            value["skipped"],
+            serde_json::json!({"terminal": 3, "malformed": 1})
+        );
+        assert_eq!(value["candidates"], 4);
+        assert_eq!(value["attempted"], 2);
+        assert_eq!(value["recovered"], 1);
+        assert_eq!(value["failed"], 1);
+        assert_eq!(value["deferred"], 1);
+        assert_eq!(value["backing_off"], 1);
+        assert!(value.get("would_recover").is_none());
+        assert_eq!(value["exit_code"], 1);
+        assert_eq!(value["duration_ms"], 1234);
+        assert_eq!(value["leases"][1]["error"], "exit status: 1: boom");
+        assert_eq!(value["leases"][1]["failures"], 2);
+        assert!(value["leases"][0].get("error").is_none());
+    }
+
+    #[test]
+    fn a_dry_run_adds_would_recover() {
+        let s = summary(true, vec![line("a", Outcome::WouldRecover)]);
+        let value: serde_json::Value = serde_json::from_str(&s.json()).expect("json");
+        assert_eq!(value["would_recover"], 1);
+        assert_eq!(value["attempted"], 0);
+        assert!(s.human(false).contains("1 would recover"));
+    }
+
+    #[test]
+    fn the_human_summary_names_counts_and_reasons() {
+        let s = summary(false, vec![line("rchw-a", Outcome::Failed)]);
+        let text = s.human(false);
+        assert!(text.starts_with("WRAPPER"), "{text}");
+        assert!(text.contains("rchw-a"));
+        assert!(text.contains("2 failures, retry in 19m 59s"), "{text}");
+        assert!(text.contains("1 failed"));
+        assert!(
+            text.contains("4 skipped (3 terminal, 1 malformed)"),
+            "{text}"
+        );
+        let quiet = summary(false, Vec::new()).human(false);
+        assert_eq!(quiet.lines().count(), 1, "{quiet}");
+        assert!(quiet.contains("nothing to recover"));
+    }
+
+    #[test]
+    fn spans_are_coarse() {
+        assert_eq!(span(45_000), "45s");
+        assert_eq!(span(723_000), "12m 3s");
+        assert_eq!(span(7_500_000), "2h 5m");
+        assert_eq!(span(4 * 86_400_000 + 3_600_000), "4d 1h");
+    }
+}
