@@ -474,7 +474,7 @@ mod tests {
         assert!(text.contains("2 failures, retry in 19m 59s"), "{text}");
         assert!(text.contains("1 failed"));
         assert!(
-            text.contains("4 skipped (3 terminal, 1 malformed)"),
+            text.contains("4 skipped (1 malformed, 3 terminal)"),
             "{text}"
         );
         let quiet = summary(false, Vec::new()).human(false);
