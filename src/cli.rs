@@ -11,6 +11,16 @@ else $XDG_STATE_HOME/rch/job-leases, else $HOME/.local/state/rch/job-leases, els
 const STATE_FILE_HELP: &str =
     "Persisted per-lease backoff [default: <parent of the lease dir>/rch-sweep/backoff.json]";
 
+/// The environment variables that stand in for flags. An empty one counts
+/// as unset (SPEC), which clap alone would read as an empty value.
+pub const ENV_VARS: [&str; 5] = [
+    "RCH_SWEEP_LEASE_DIR",
+    "RCH_SWEEP_STATE_FILE",
+    "RCH_SWEEP_RCH",
+    "RCH_SOCKET_PATH",
+    "RCH_SWEEP_METRICS_FILE",
+];
+
 #[derive(Debug, Parser)]
 #[command(
     name = "rch-sweep",

@@ -1,11 +1,18 @@
 use clap::Parser;
-use rch_sweep::cli::{Cli, Command};
+use rch_sweep::cli::{Cli, Command, ENV_VARS};
 use rch_sweep::exit;
 use rch_sweep::{child, cmd, log};
 
 fn main() {
     // Before any child: cron may hand us SIGCHLD ignored.
     child::reset_sigchld();
+    for name in ENV_VARS {
+        if std::env::var_os(name).is_some_and(|value| value.is_empty()) {
+            // SAFETY: no other thread exists yet, so nothing reads the
+            // environment while it changes.
+            unsafe { std::env::remove_var(name) };
+        }
+    }
     let cli = Cli::parse();
     let quiet = matches!(&cli.command, Some(Command::Run(args)) if args.quiet)
         || (cli.command.is_none() && cli.run.quiet);

@@ -1,0 +1,411 @@
+//! Test support: a temporary lease directory with realistic journals (pretty
+//! JSON in rch's key order, the field set of rch-lease-format.md §5), fake
+//! `rch` scripts, and a runner for the real built binary.
+#![allow(dead_code)]
+
+use serde_json::{Value, json};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_rch-sweep");
+pub const BOOT: &str = "3f1c2a9e-5b7d-4e2a-9c1f-0a1b2c3d4e5f";
+/// Above Linux's largest possible PID (4194304): never a live process.
+pub const DEAD_PID: u32 = 4_194_400;
+pub const HOUR_MS: u64 = 3_600_000;
+
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("clock after 1970")
+        .as_millis() as u64
+}
+
+pub fn new_id() -> String {
+    format!("rchw-{}", uuid::Uuid::new_v4())
+}
+
+/// A JSON value whose object keys keep the order they were given in, so
+/// journals are written as rch's serde structs write them.
+pub enum J {
+    V(Value),
+    O(Vec<(String, J)>),
+}
+
+impl J {
+    fn get_mut(&mut self, key: &str) -> Option<&mut J> {
+        match self {
+            J::O(pairs) => pairs.iter_mut().find(|(k, _)| k == key).map(|(_, v)| v),
+            J::V(_) => None,
+        }
+    }
+
+    /// Sets `key` (appending it when absent); `None` removes it.
+    pub fn set(&mut self, key: &str, value: Option<J>) {
+        if let J::O(pairs) = self {
+            match (pairs.iter().position(|(k, _)| k == key), value) {
+                (Some(at), Some(value)) => pairs[at].1 = value,
+                (Some(at), None) => {
+                    pairs.remove(at);
+                }
+                (None, Some(value)) => pairs.push((key.to_owned(), value)),
+                (None, None) => {}
+            }
+        }
+    }
+
+    pub fn pretty(&self) -> String {
+        let mut out = String::new();
+        self.write(&mut out, 0);
+        out
+    }
+
+    fn write(&self, out: &mut String, indent: usize) {
+        match self {
+            J::V(value) => {
+                let text = serde_json::to_string_pretty(value).expect("serializable");
+                out.push_str(&text.replace('\n', &format!("\n{}", "  ".repeat(indent))));
+            }
+            J::O(pairs) if pairs.is_empty() => out.push_str("{}"),
+            J::O(pairs) => {
+                out.push_str("{\n");
+                for (index, (key, value)) in pairs.iter().enumerate() {
+                    out.push_str(&"  ".repeat(indent + 1));
+                    out.push_str(&serde_json::to_string(key).expect("key"));
+                    out.push_str(": ");
+                    value.write(out, indent + 1);
+                    if index + 1 < pairs.len() {
+                        out.push(',');
+                    }
+                    out.push('\n');
+                }
+                out.push_str(&"  ".repeat(indent));
+                out.push('}');
+            }
+        }
+    }
+}
+
+fn v(value: Value) -> J {
+    J::V(value)
+}
+
+fn o(pairs: Vec<(&str, J)>) -> J {
+    J::O(pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
+}
+
+/// One journal, built from the §5.1 example and adjusted per test.
+pub struct Journal {
+    pub id: String,
+    pub root: J,
+}
+
+impl Journal {
+    /// An admitted, running job whose owner is dead and whose recipe still
+    /// owns worker source: a candidate, given a stale heartbeat.
+    pub fn dead_owner(worker: &str, build_id: u64, heartbeat_unix_ms: u64) -> Journal {
+        let id = new_id();
+        let recipe = o(vec![
+            ("version", v(json!(2))),
+            ("wrapper_id", v(json!(id))),
+            ("build_id", v(json!(build_id))),
+            (
+                "worker",
+                v(json!({"id": worker, "host": "203.0.113.41", "user": "ubuntu",
+                    "identity_file": "~/.ssh/rch_key", "total_slots": 64, "priority": 100,
+                    "tags": [], "tools": []})),
+            ),
+            ("identity", v(json!("f012922922a54f779fcb0e9d7b475d56"))),
+            (
+                "completion",
+                v(json!(format!(
+                    "/data/tmp/rch/recovery-{build_id}-f012922922a54f779fcb0e9d7b475d56.done"
+                ))),
+            ),
+            (
+                "source_roots",
+                v(json!(["/data/projects/myproj", "/data/projects/myproj/.rch-target"])),
+            ),
+            ("pair", v(Value::Null)),
+            ("retire_root", v(Value::Null)),
+            (
+                "transfer",
+                v(json!({"compression_level": 3,
+                    "exclude_patterns": ["target/", "*.rlib", "*.rmeta", ".git/"],
+                    "remote_base": "/data/tmp/rch",
+                    "retry": {"max_attempts": 3, "base_delay_ms": 100, "max_delay_ms": 5000,
+                              "jitter_factor": 0.1, "total_timeout_ms": 30000},
+                    "verify_artifacts": false, "verify_max_size_bytes": 104857600u64})),
+            ),
+            ("project_root", v(json!("/data/projects/myproj"))),
+            ("kind", v(json!("cargo_build"))),
+            ("expected_triple", v(json!("x86_64-unknown-linux-gnu"))),
+            ("pinned_triple", v(Value::Null)),
+            ("allow_foreign", v(json!(false))),
+            ("package_archive", v(json!(false))),
+            ("cargo_output_capture", v(Value::Null)),
+            (
+                "phases",
+                v(json!([{"name": "project", "local": "/data/projects/myproj",
+                    "remote": "/data/projects/myproj", "patterns": ["target/debug/**"],
+                    "result_dir": null, "custom_target": false, "output_gate": true,
+                    "cargo_outputs": null, "native_outputs": null,
+                    "baseline": {"target/debug/myproj": "6e5c1f45cbaf19f94230ba3501c378a5335af71a331b5b5aed62792332288dc3"},
+                    "published": {}, "pending": null, "complete": false, "missing_result": null}])),
+            ),
+            ("exit_code", v(Value::Null)),
+            ("returned", v(Value::Null)),
+            ("prepared", v(json!(true))),
+            ("execution_started", v(json!(true))),
+            ("preparation_cancelled", v(json!(false))),
+            ("sources_released", v(json!(false))),
+            ("tree_retired", v(json!(false))),
+            ("pair_released", v(json!(false))),
+            ("retired", v(json!(false))),
+        ]);
+        let root = o(vec![
+            ("schema_version", v(json!(1))),
+            (
+                "identity",
+                o(vec![
+                    ("local_wrapper_id", v(json!(id))),
+                    ("remote_build_id", v(json!(build_id))),
+                ]),
+            ),
+            ("wrapper_pid", v(json!(DEAD_PID))),
+            ("process_start_ticks", v(json!(123456789))),
+            ("boot_id", v(json!(BOOT))),
+            ("state", v(json!("running"))),
+            ("phase", v(json!("execute"))),
+            ("worker_id", v(json!(worker))),
+            ("heartbeat_unix_ms", v(json!(heartbeat_unix_ms))),
+            ("strict_remote", v(json!(false))),
+            ("self_healing_enabled", v(json!(true))),
+            (
+                "command_fingerprint",
+                v(json!("blake3:8928aae63c84d87ea098564d1e03ad813f107add474e56aedd286349c0c03ea4")),
+            ),
+            ("terminal_acknowledged", v(json!(false))),
+            ("recovery", recipe),
+        ]);
+        Journal { id, root }
+    }
+
+    /// A stale candidate on `worker` with a heartbeat `age_ms` in the past.
+    pub fn stale(worker: &str, age_ms: u64) -> Journal {
+        Journal::dead_owner(worker, 30052631078502447, now_ms() - age_ms)
+    }
+
+    pub fn set(mut self, key: &str, value: Value) -> Journal {
+        self.root.set(key, Some(J::V(value)));
+        self
+    }
+
+    pub fn remove(mut self, key: &str) -> Journal {
+        self.root.set(key, None);
+        self
+    }
+
+    pub fn set_recipe(mut self, key: &str, value: Value) -> Journal {
+        if let Some(recipe) = self.root.get_mut("recovery") {
+            recipe.set(key, Some(J::V(value)));
+        }
+        self
+    }
+
+    /// Delivered and retired, waiting only for the daemon: a settled handoff.
+    pub fn settled(self, returned: i32) -> Journal {
+        self.set_recipe("exit_code", json!(returned))
+            .set_recipe("returned", json!(returned))
+            .set_recipe("sources_released", json!(true))
+            .set_recipe("tree_retired", json!(true))
+            .set_recipe("pair_released", json!(true))
+            .set_recipe("retired", json!(true))
+    }
+
+    /// What `rch jobs recover` leaves behind (§4.3).
+    pub fn completed(self, exit: i32) -> Journal {
+        self.settled(exit)
+            .set_recipe("daemon_exit_code", json!(exit))
+            .set("state", json!("finished"))
+            .set("phase", json!("finished"))
+            .set("terminal_acknowledged", json!(true))
+            .set("exit_code", json!(exit))
+    }
+
+    pub fn text(&self) -> String {
+        format!("{}\n", self.root.pretty())
+    }
+
+    pub fn file_name(&self) -> String {
+        format!("{}.json", self.id)
+    }
+}
+
+/// A temporary world: `leases/`, a state file path, fake scripts.
+pub struct World {
+    pub dir: tempfile::TempDir,
+}
+
+impl World {
+    pub fn new() -> World {
+        let world = World {
+            dir: tempfile::tempdir().expect("tempdir"),
+        };
+        std::fs::create_dir(world.leases()).expect("leases dir");
+        world
+    }
+
+    pub fn leases(&self) -> PathBuf {
+        self.dir.path().join("leases")
+    }
+
+    pub fn state_file(&self) -> PathBuf {
+        self.dir.path().join("state/backoff.json")
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    pub fn add(&self, journal: &Journal) -> PathBuf {
+        let path = self.leases().join(journal.file_name());
+        std::fs::write(&path, journal.text()).expect("write journal");
+        path
+    }
+
+    pub fn write(&self, name: &str, bytes: impl AsRef<[u8]>) -> PathBuf {
+        let path = self.leases().join(name);
+        std::fs::write(&path, bytes).expect("write");
+        path
+    }
+
+    /// An executable `/bin/sh` script at `name` in the world.
+    pub fn script(&self, name: &str, body: &str) -> PathBuf {
+        let path = self.path(name);
+        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).expect("write script");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        path
+    }
+
+    /// A command for the binary with the world's lease dir and state file
+    /// and an environment that cannot leak the host's settings in.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut command = World::bare_command();
+        command
+            .arg("--lease-dir")
+            .arg(self.leases())
+            .arg("--state-file")
+            .arg(self.state_file())
+            .args(args);
+        command
+    }
+
+    /// The binary with no paths given and the host's settings removed.
+    pub fn bare_command() -> Command {
+        let mut command = Command::new(BIN);
+        for var in [
+            "RCH_SWEEP_LEASE_DIR",
+            "RCH_SWEEP_STATE_FILE",
+            "RCH_SWEEP_RCH",
+            "RCH_SOCKET_PATH",
+            "RCH_SWEEP_METRICS_FILE",
+            "RCH_STATE_HOME",
+            "XDG_STATE_HOME",
+            "JOURNAL_STREAM",
+        ] {
+            command.env_remove(var);
+        }
+        command
+    }
+
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.command(args).output().expect("run rch-sweep")
+    }
+
+    /// Runs with `--json` and returns (exit code, document).
+    pub fn json(&self, args: &[&str]) -> (i32, Value) {
+        let mut all = vec!["--json"];
+        all.extend_from_slice(args);
+        let output = self.run(&all);
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let document = serde_json::from_str(&stdout).unwrap_or_else(|error| {
+            panic!(
+                "stdout is not one JSON document ({error}): {stdout}\nstderr: {}",
+                String::from_utf8_lossy(&output.stderr)
+            )
+        });
+        (output.status.code().unwrap_or(-1), document)
+    }
+
+    pub fn state(&self) -> Value {
+        serde_json::from_slice(&std::fs::read(self.state_file()).expect("state file"))
+            .expect("state parses")
+    }
+}
+
+/// Wrapper ids of the `leases` array, in order, with their outcomes.
+pub fn outcomes(document: &Value) -> Vec<(String, String)> {
+    document["leases"]
+        .as_array()
+        .expect("leases array")
+        .iter()
+        .filter(|lease| lease["outcome"] != "skipped")
+        .map(|lease| {
+            (
+                lease["wrapper_id"].as_str().unwrap_or_default().to_owned(),
+                lease["outcome"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
+}
+
+pub fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+pub fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// Whether a process exists (and is not a zombie).
+pub fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            stat.rfind(") ")
+                .map(|at| !matches!(stat.as_bytes().get(at + 2), Some(b'Z' | b'X')))
+        })
+        .unwrap_or(false)
+}
+
+/// Waits up to `seconds` for `pid` to be gone.
+pub fn gone_within(pid: u32, seconds: u64) -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(seconds);
+    while std::time::Instant::now() < deadline {
+        if !alive(pid) {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    !alive(pid)
+}
+
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+pub fn files_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .map(|entry| entry.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
