@@ -107,12 +107,19 @@ fn mixed_journals_get_exactly_the_spec_verdicts_in_plan_order() {
     // Named for one wrapper, written for another.
     let other = Journal::stale("hz4", HOUR_MS);
     world.write(&format!("{}.json", new_id()), other.text());
-    world.write(&format!("{}.json", new_id()), "{\"schema_version\": 1, \"identity\"");
+    world.write(
+        &format!("{}.json", new_id()),
+        "{\"schema_version\": 1, \"identity\"",
+    );
     world.write(&format!("{}.json", new_id()), "[".repeat(100_000));
     let deep_recipe = Journal::stale("hz4", HOUR_MS);
     let text = deep_recipe.text().replacen(
         "\"recovery\": {",
-        &format!("\"recovery\": {}{}, \"x\": {{", "[".repeat(100_000), "]".repeat(100_000)),
+        &format!(
+            "\"recovery\": {}{}, \"x\": {{",
+            "[".repeat(100_000),
+            "]".repeat(100_000)
+        ),
         1,
     );
     world.write(&deep_recipe.file_name(), text);
@@ -181,16 +188,18 @@ fn links_fifos_sockets_and_folders_are_not_regular_and_never_block() {
     .expect("cstring");
     // SAFETY: a valid path string.
     assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0, "mkfifo");
-    let _socket = std::os::unix::net::UnixListener::bind(
-        world.leases().join(format!("{}.json", new_id())),
-    )
-    .expect("socket");
+    let _socket =
+        std::os::unix::net::UnixListener::bind(world.leases().join(format!("{}.json", new_id())))
+            .expect("socket");
     std::fs::create_dir(world.leases().join("x.json")).expect("mkdir");
 
     let (code, document) = json_within(&world, &["--dry-run", "-v"], Duration::from_secs(30));
     assert_eq!(code, 0);
     assert_eq!(document["skipped"], json!({"not_regular": 5}));
-    assert_eq!(outcomes(&document), [(real.id.clone(), "would_recover".to_owned())]);
+    assert_eq!(
+        outcomes(&document),
+        [(real.id.clone(), "would_recover".to_owned())]
+    );
     // -v lists skipped journals after the candidates, in file-name order.
     let skipped: Vec<&serde_json::Value> = document["leases"]
         .as_array()
@@ -204,7 +213,11 @@ fn links_fifos_sockets_and_folders_are_not_regular_and_never_block() {
     assert_eq!(files, sorted);
     assert_eq!(files.last(), Some(&"x.json"));
     assert!(skipped.iter().all(|l| l["reason"] == "not_regular"));
-    assert!(skipped[0]["wrapper_id"].as_str().is_some_and(|id| id.starts_with("rchw-")));
+    assert!(
+        skipped[0]["wrapper_id"]
+            .as_str()
+            .is_some_and(|id| id.starts_with("rchw-"))
+    );
     assert!(skipped.last().and_then(|l| l.get("wrapper_id")).is_none());
 }
 
@@ -213,8 +226,11 @@ fn a_non_utf8_name_is_a_bad_name() {
     use std::os::unix::ffi::OsStrExt;
     let world = World::new();
     let name = std::ffi::OsStr::from_bytes(b"rchw-\xff\xfe.json");
-    std::fs::write(world.leases().join(name), Journal::stale("hz4", HOUR_MS).text())
-        .expect("write");
+    std::fs::write(
+        world.leases().join(name),
+        Journal::stale("hz4", HOUR_MS).text(),
+    )
+    .expect("write");
     let (code, document) = world.json(&["--dry-run", "-v"]);
     assert_eq!(code, 0);
     assert_eq!(document["skipped"], json!({"bad_name": 1}));
@@ -242,11 +258,24 @@ fn a_dry_run_writes_nothing_and_needs_no_rch() {
     let world = World::new();
     world.add(&Journal::stale("hz4", 2 * HOUR_MS));
     let before = files_in(&world.leases());
-    let output = world.run(&["--dry-run", "--rch", "/nonexistent/rch", "--metrics-file", "/nonexistent/m.prom"]);
+    let output = world.run(&[
+        "--dry-run",
+        "--rch",
+        "/nonexistent/rch",
+        "--metrics-file",
+        "/nonexistent/m.prom",
+    ]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    assert!(stdout(&output).contains("would recover"), "{}", stdout(&output));
+    assert!(
+        stdout(&output).contains("would recover"),
+        "{}",
+        stdout(&output)
+    );
     assert_eq!(files_in(&world.leases()), before);
-    assert!(!world.state_file().parent().expect("parent").exists(), "no state folder");
+    assert!(
+        !world.state_file().parent().expect("parent").exists(),
+        "no state folder"
+    );
 }
 
 #[test]
@@ -296,8 +325,15 @@ fn a_corrupt_state_file_is_only_warned_about_in_a_dry_run() {
     std::fs::write(world.state_file(), "{not json").expect("write");
     let output = world.run(&["--dry-run"]);
     assert_eq!(output.status.code(), Some(0));
-    assert!(stderr(&output).contains("does not parse"), "{}", stderr(&output));
-    assert_eq!(std::fs::read(world.state_file()).expect("kept"), b"{not json");
+    assert!(
+        stderr(&output).contains("does not parse"),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(
+        std::fs::read(world.state_file()).expect("kept"),
+        b"{not json"
+    );
     std::fs::write(world.state_file(), r#"{"version": 9, "leases": {}}"#).expect("write");
     let output = world.run(&["--dry-run"]);
     assert_eq!(output.status.code(), Some(78), "{}", stderr(&output));
@@ -313,7 +349,11 @@ fn lease_directory_problems_have_their_exit_codes() {
         .output()
         .expect("run");
     assert_eq!(output.status.code(), Some(0));
-    assert!(stderr(&output).contains("does not exist"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("does not exist"),
+        "{}",
+        stderr(&output)
+    );
 
     let file = world.path("file");
     std::fs::write(&file, "").expect("write");
@@ -322,7 +362,11 @@ fn lease_directory_problems_have_their_exit_codes() {
         .output()
         .expect("run");
     assert_eq!(output.status.code(), Some(78));
-    assert!(stderr(&output).contains("not a directory"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("not a directory"),
+        "{}",
+        stderr(&output)
+    );
 
     if is_root() {
         eprintln!("skipped the 74 case: root reads any directory");
@@ -361,7 +405,8 @@ fn defaults_come_from_rchs_environment_and_empty_variables_count_as_unset() {
     let home = world.path("state-home");
     std::fs::create_dir_all(home.join("job-leases")).expect("mkdir");
     std::fs::write(
-        home.join("job-leases").join(Journal::stale("hz4", 2 * HOUR_MS).file_name()),
+        home.join("job-leases")
+            .join(Journal::stale("hz4", 2 * HOUR_MS).file_name()),
         Journal::stale("hz4", 2 * HOUR_MS).text(),
     )
     .expect("write");
@@ -374,7 +419,10 @@ fn defaults_come_from_rchs_environment_and_empty_variables_count_as_unset() {
         .output()
         .expect("run");
     let document: serde_json::Value = serde_json::from_slice(&output.stdout).expect("json");
-    assert_eq!(document["lease_dir"], home.join("job-leases").to_str().expect("utf8"));
+    assert_eq!(
+        document["lease_dir"],
+        home.join("job-leases").to_str().expect("utf8")
+    );
     assert_eq!(
         document["state_file"],
         home.join("rch-sweep/backoff.json").to_str().expect("utf8")

@@ -112,9 +112,11 @@ impl Journal {
             ("build_id", v(json!(build_id))),
             (
                 "worker",
-                v(json!({"id": worker, "host": "203.0.113.41", "user": "ubuntu",
+                v(
+                    json!({"id": worker, "host": "203.0.113.41", "user": "ubuntu",
                     "identity_file": "~/.ssh/rch_key", "total_slots": 64, "priority": 100,
-                    "tags": [], "tools": []})),
+                    "tags": [], "tools": []}),
+                ),
             ),
             ("identity", v(json!("f012922922a54f779fcb0e9d7b475d56"))),
             (
@@ -125,7 +127,10 @@ impl Journal {
             ),
             (
                 "source_roots",
-                v(json!(["/data/projects/myproj", "/data/projects/myproj/.rch-target"])),
+                v(json!([
+                    "/data/projects/myproj",
+                    "/data/projects/myproj/.rch-target"
+                ])),
             ),
             ("pair", v(Value::Null)),
             ("retire_root", v(Value::Null)),
@@ -184,7 +189,9 @@ impl Journal {
             ("self_healing_enabled", v(json!(true))),
             (
                 "command_fingerprint",
-                v(json!("blake3:8928aae63c84d87ea098564d1e03ad813f107add474e56aedd286349c0c03ea4")),
+                v(json!(
+                    "blake3:8928aae63c84d87ea098564d1e03ad813f107add474e56aedd286349c0c03ea4"
+                )),
             ),
             ("terminal_acknowledged", v(json!(false))),
             ("recovery", recipe),
