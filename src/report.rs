@@ -293,8 +293,13 @@ fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
+/// "42ms" under a second, "8.1s" above.
 fn seconds(duration: Duration) -> String {
-    format!("{:.1}s", duration.as_secs_f64())
+    if duration < Duration::from_secs(1) {
+        format!("{}ms", duration.as_millis())
+    } else {
+        format!("{:.1}s", duration.as_secs_f64())
+    }
 }
 
 /// A coarse human span: "3d 4h", "2h 5m", "12m 3s", "45s".
