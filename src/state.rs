@@ -99,6 +99,22 @@ pub fn load(path: &Path) -> anyhow::Result<Loaded> {
     }
 }
 
+/// The state for `status` and `forget`, which read it as it is: `None` when
+/// there is none; a corrupt file is an error (only a run moves it aside).
+pub fn load_existing(path: &Path) -> anyhow::Result<Option<Backoff>> {
+    match load(path)? {
+        Loaded::Missing => Ok(None),
+        Loaded::Valid(backoff) => Ok(Some(backoff)),
+        Loaded::Corrupt(why) => Err(Fatal::error(
+            ExitCode::Io,
+            format!(
+                "state file {} does not parse ({why}); the next run moves it aside",
+                path.display()
+            ),
+        )),
+    }
+}
+
 /// Moves a corrupt state file to `<name>.corrupt-<unix_ms>` beside it.
 pub fn quarantine(path: &Path, now_ms: u64) -> io::Result<PathBuf> {
     let mut name = path.file_name().unwrap_or_default().to_os_string();

@@ -6,7 +6,7 @@ use crate::backoff::Backoff;
 use crate::cli::ForgetArgs;
 use crate::exit::{ExitCode, Fatal};
 use crate::lock;
-use crate::state::{self, Loaded};
+use crate::state;
 use crate::{fsio, log};
 use anyhow::Result;
 
@@ -20,24 +20,12 @@ pub fn run(args: ForgetArgs) -> Result<ExitCode> {
         return Ok(ExitCode::Success);
     }
     let _lock = lock::acquire_for(&state_file)?;
-    let mut backoff = match state::load(&state_file)? {
-        Loaded::Missing => {
-            log::info(format!(
-                "no state file at {}; nothing to forget",
-                state_file.display()
-            ));
-            return Ok(ExitCode::Success);
-        }
-        Loaded::Valid(backoff) => backoff,
-        Loaded::Corrupt(why) => {
-            return Err(Fatal::error(
-                ExitCode::Io,
-                format!(
-                    "state file {} does not parse ({why}); the next run moves it aside",
-                    state_file.display()
-                ),
-            ));
-        }
+    let Some(mut backoff) = state::load_existing(&state_file)? else {
+        log::info(format!(
+            "no state file at {}; nothing to forget",
+            state_file.display()
+        ));
+        return Ok(ExitCode::Success);
     };
     let removed = if args.all {
         let count = backoff.leases.len();

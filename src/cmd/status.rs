@@ -3,28 +3,16 @@
 
 use crate::backoff::Backoff;
 use crate::cli::StatusArgs;
-use crate::exit::{ExitCode, Fatal};
+use crate::exit::ExitCode;
 use crate::report::span;
-use crate::state::{self, Loaded};
+use crate::state;
 use anyhow::Result;
 use std::io::Write;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 pub fn run(args: StatusArgs) -> Result<ExitCode> {
     let (_, state_file) = super::resolve_paths(&args.paths);
-    let backoff = match state::load(&state_file)? {
-        Loaded::Missing => Backoff::empty(),
-        Loaded::Valid(backoff) => backoff,
-        Loaded::Corrupt(why) => {
-            return Err(Fatal::error(
-                ExitCode::Io,
-                format!(
-                    "state file {} does not parse ({why}); the next run moves it aside",
-                    state_file.display()
-                ),
-            ));
-        }
-    };
+    let backoff = state::load_existing(&state_file)?.unwrap_or_else(Backoff::empty);
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
