@@ -674,3 +674,39 @@ fn a_stderr_flood_keeps_only_the_last_words() {
     assert!(error.ends_with("final: source claim held"), "{error}");
     assert!(error.chars().count() <= "exit status: 4: ".len() + 400);
 }
+
+#[test]
+fn a_grandchild_holding_stderr_is_bounded_by_the_deadline_and_killed() {
+    let world = World::new();
+    world.add(&Journal::stale("hz4", 2 * HOUR_MS));
+    let pid_file = world.path("grandchild");
+    // The client exits 0 at once, but leaves a process holding its stderr.
+    let rch = world.script(
+        "rch",
+        &format!("sleep 30 &\necho $! > '{}'\nexit 0", pid_file.display()),
+    );
+    let started = Instant::now();
+    let (code, document) = world.json(&[
+        "--rch",
+        rch.to_str().expect("utf8"),
+        "--recover-timeout",
+        "1",
+        "--kill-grace",
+        "0",
+    ]);
+    assert!(started.elapsed() < Duration::from_secs(20));
+    assert_eq!(code, 1);
+    assert_eq!(
+        document["leases"][0]["error"],
+        "timed out after 1000ms waiting for child exit and diagnostic EOF"
+    );
+    let grandchild: u32 = std::fs::read_to_string(&pid_file)
+        .expect("pid file")
+        .trim()
+        .parse()
+        .expect("pid");
+    assert!(
+        gone_within(grandchild, 5),
+        "the grandchild survived the group kill"
+    );
+}
