@@ -346,6 +346,33 @@ impl World {
         (output.status.code().unwrap_or(-1), document)
     }
 
+    /// A fake rch that does what a successful `rch jobs recover` does to the
+    /// journal: installs `done/<id>.json` (written by [`World::will_complete`])
+    /// over it, then exits 0. A lease with no such file fails (`cp` exits 1).
+    pub fn completing_rch(&self) -> PathBuf {
+        std::fs::create_dir_all(self.path("done")).expect("mkdir done");
+        self.script(
+            "rch",
+            &format!(
+                "cp \"{done}/$3.json\" \"{leases}/$3.json\"",
+                done = self.path("done").display(),
+                leases = self.leases().display()
+            ),
+        )
+    }
+
+    /// Adds `journal` to the lease dir and prepares what [`World::completing_rch`]
+    /// leaves behind for it: the same lease, completed with exit code 0.
+    pub fn will_complete(&self, journal: Journal) -> String {
+        self.add(&journal);
+        let id = journal.id.clone();
+        let done = self.path("done");
+        std::fs::create_dir_all(&done).expect("mkdir done");
+        std::fs::write(done.join(journal.file_name()), journal.completed(0).text())
+            .expect("write completed journal");
+        id
+    }
+
     pub fn state(&self) -> Value {
         serde_json::from_slice(&std::fs::read(self.state_file()).expect("state file"))
             .expect("state parses")

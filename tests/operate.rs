@@ -1,0 +1,1105 @@
+//! What operators run rch-sweep with: the man page checked against the
+//! binary's own help, the systemd units (their settings and
+//! `systemd-analyze verify`), the Prometheus metrics file of real runs,
+//! journald priority prefixes, `--version` and `--help`.
+
+mod common;
+
+use clap::CommandFactory;
+use common::*;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+const MAN: &str = "man/rch-sweep.1";
+const USER_SERVICE: &str = "systemd/rch-sweep.service";
+const USER_TIMER: &str = "systemd/rch-sweep.timer";
+const SYSTEM_SERVICE: &str = "systemd/rch-sweep@.service";
+const SYSTEM_TIMER: &str = "systemd/rch-sweep@.timer";
+
+fn repo(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
+}
+
+fn read(path: &str) -> String {
+    fs::read_to_string(repo(path)).unwrap_or_else(|error| panic!("read {path}: {error}"))
+}
+
+/// `rch-sweep <args>` that must succeed; its stdout.
+fn help(args: &[&str]) -> String {
+    let output = World::bare_command()
+        .args(args)
+        .output()
+        .expect("run rch-sweep");
+    assert!(output.status.success(), "{args:?}: {}", stderr(&output));
+    stdout(&output)
+}
+
+/// The help texts of the command and each subcommand.
+fn all_help() -> Vec<String> {
+    [
+        &["--help"][..],
+        &["run", "--help"],
+        &["status", "--help"],
+        &["forget", "--help"],
+    ]
+    .iter()
+    .map(|args| help(args))
+    .collect()
+}
+
+fn is_word(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || byte == b'-' || byte == b'_'
+}
+
+/// Every `--long-option` a text names (`--[a-z-]+`, not inside a word).
+fn long_options(text: &str) -> BTreeSet<String> {
+    let bytes = text.as_bytes();
+    let mut found = BTreeSet::new();
+    let mut at = 0;
+    while let Some(offset) = text[at..].find("--") {
+        let start = at + offset;
+        let mut end = start + 2;
+        while end < bytes.len() && (bytes[end].is_ascii_lowercase() || bytes[end] == b'-') {
+            end += 1;
+        }
+        let option = text[start..end].trim_end_matches('-');
+        if option.len() > 2 && (start == 0 || !is_word(bytes[start - 1])) {
+            found.insert(option.to_owned());
+        }
+        at = end.max(start + 2);
+    }
+    found
+}
+
+/// Whether `text` names `word` as a whole (`--json` is not in `--jsonl`).
+fn mentions(text: &str, word: &str) -> bool {
+    let bytes = text.as_bytes();
+    text.match_indices(word).any(|(at, _)| {
+        let end = at + word.len();
+        (at == 0 || !is_word(bytes[at - 1])) && (end == bytes.len() || !is_word(bytes[end]))
+    })
+}
+
+// ---------------------------------------------------------------------------
+// The man page, read as text
+
+/// The roff source with `\-` written as `-`, for searching option names.
+fn man_source() -> String {
+    read(MAN).replace("\\-", "-")
+}
+
+/// Arguments of a macro line, honouring double quotes.
+fn roff_args(text: &str) -> Vec<String> {
+    let mut args = Vec::new();
+    let mut chars = text.chars().peekable();
+    loop {
+        while chars.peek() == Some(&' ') {
+            chars.next();
+        }
+        let Some(&first) = chars.peek() else {
+            return args;
+        };
+        let mut arg = String::new();
+        if first == '"' {
+            chars.next();
+            while let Some(c) = chars.next() {
+                match c {
+                    '"' if chars.peek() == Some(&'"') => {
+                        chars.next();
+                        arg.push('"');
+                    }
+                    '"' => break,
+                    c => arg.push(c),
+                }
+            }
+        } else {
+            while let Some(&c) = chars.peek() {
+                if c == ' ' {
+                    break;
+                }
+                arg.push(c);
+                chars.next();
+            }
+        }
+        args.push(arg);
+    }
+}
+
+/// The words a roff line prints (None for comments and layout macros).
+/// Near enough to compare defaults and names, not a formatter.
+fn roff_line(line: &str) -> Option<String> {
+    if line.starts_with(".\\\"") {
+        return None;
+    }
+    let text = match line.strip_prefix('.') {
+        Some(rest) => {
+            let (name, args) = rest.split_once(' ').unwrap_or((rest, ""));
+            let args = roff_args(args);
+            match name {
+                "B" | "I" | "SH" | "SS" | "TH" => args.join(" "),
+                "BR" | "RB" | "BI" | "IB" | "IR" | "RI" => args.concat(),
+                _ => return None,
+            }
+        }
+        None => line.to_owned(),
+    };
+    let mut text = text;
+    for (escape, plain) in [
+        ("\\-", "-"),
+        ("\\(mu", "x"),
+        ("\\(mi", "-"),
+        ("\\(lq", "\""),
+        ("\\(rq", "\""),
+        ("\\(aq", "'"),
+        ("\\ ", " "),
+        ("\\|", ""),
+        ("\\%", ""),
+        ("\\&", ""),
+        ("\\fB", ""),
+        ("\\fI", ""),
+        ("\\fR", ""),
+        ("\\fP", ""),
+    ] {
+        text = text.replace(escape, plain);
+    }
+    Some(text)
+}
+
+/// One `.TP` item of the man page: its section, its tag and its body, as text.
+struct Item {
+    section: String,
+    tag: String,
+    body: String,
+}
+
+fn man_items() -> Vec<Item> {
+    let source = read(MAN);
+    let mut items: Vec<Item> = Vec::new();
+    let mut section = String::new();
+    let mut lines = source.lines();
+    let mut open = false;
+    while let Some(line) = lines.next() {
+        if line.starts_with(".SH ") {
+            section = roff_line(line).unwrap_or_default();
+            open = false;
+        } else if line == ".TP" || line.starts_with(".TP ") {
+            let tag = lines.by_ref().find_map(roff_line).unwrap_or_default();
+            items.push(Item {
+                section: section.clone(),
+                tag,
+                body: String::new(),
+            });
+            open = true;
+        } else if [".SS", ".PP", ".RS", ".RE", ".IP"]
+            .iter()
+            .any(|m| line == *m || line.starts_with(&format!("{m} ")))
+        {
+            open = false;
+        } else if open && let (Some(text), Some(item)) = (roff_line(line), items.last_mut()) {
+            item.body.push(' ');
+            item.body.push_str(&text);
+        }
+    }
+    items
+}
+
+/// One option's entry in the long `--help`: its long name, `[default: ]`
+/// and `[env: ]` when clap shows them.
+#[derive(Debug)]
+struct HelpEntry {
+    option: String,
+    default: Option<String>,
+    env: Option<String>,
+}
+
+fn help_entries(long_help: &str) -> Vec<HelpEntry> {
+    let mut entries: Vec<HelpEntry> = Vec::new();
+    for line in long_help.lines() {
+        let trimmed = line.trim();
+        if trimmed.starts_with('-') && line.starts_with("  ") {
+            // `--lease-dir <DIR>` or `-v, --verbose`: one long option.
+            if let Some(option) = long_options(trimmed).into_iter().next() {
+                entries.push(HelpEntry {
+                    option,
+                    default: None,
+                    env: None,
+                });
+            }
+        } else if let Some(entry) = entries.last_mut() {
+            if let Some(value) = trimmed
+                .strip_prefix("[default: ")
+                .and_then(|rest| rest.strip_suffix(']'))
+            {
+                entry.default = Some(value.to_owned());
+            } else if let Some(name) = trimmed
+                .strip_prefix("[env: ")
+                .and_then(|rest| rest.split('=').next())
+            {
+                entry.env = Some(name.to_owned());
+            }
+        }
+    }
+    entries
+}
+
+/// Every long option of the clap definition, subcommands included.
+fn defined_long_options() -> BTreeSet<String> {
+    fn collect(command: &mut clap::Command, into: &mut BTreeSet<String>) {
+        command.build();
+        for arg in command.get_arguments() {
+            if let Some(long) = arg.get_long() {
+                into.insert(format!("--{long}"));
+            }
+        }
+        for sub in command.get_subcommands_mut() {
+            collect(sub, into);
+        }
+    }
+    let mut options = BTreeSet::new();
+    collect(&mut rch_sweep::cli::Cli::command(), &mut options);
+    options
+}
+
+#[test]
+fn the_man_page_names_every_long_option_of_the_help() {
+    let mut options = BTreeSet::new();
+    for text in all_help() {
+        options.extend(long_options(&text));
+    }
+    // The parse must see at least what clap defines, or this test proves nothing.
+    let defined = defined_long_options();
+    assert!(
+        defined.is_subset(&options),
+        "help parsing missed {:?}",
+        defined.difference(&options).collect::<Vec<_>>()
+    );
+    assert!(options.contains("--timeout-secs"), "{options:?}");
+    let man = man_source();
+    let missing: Vec<&String> = options.iter().filter(|o| !mentions(&man, o)).collect();
+    assert!(
+        missing.is_empty(),
+        "{MAN} does not mention {missing:?} (all: {options:?})"
+    );
+}
+
+#[test]
+fn the_man_page_gives_the_binarys_defaults_variables_exit_codes_and_version() {
+    let items = man_items();
+    let option_item = |option: &str| {
+        items
+            .iter()
+            .find(|item| item.section == "OPTIONS" && mentions(&item.tag, option))
+            .unwrap_or_else(|| panic!("OPTIONS of {MAN} has no item for {option}"))
+    };
+    let entries = help_entries(&help(&["--help"]));
+    assert!(entries.len() >= 18, "{entries:?}");
+    assert!(
+        entries.iter().filter(|e| e.default.is_some()).count() >= 7,
+        "{entries:?}"
+    );
+    let mut variables: BTreeSet<String> = BTreeSet::new();
+    for entry in &entries {
+        let item = option_item(&entry.option);
+        if let Some(default) = &entry.default {
+            let expected = format!("Default: {default}");
+            assert!(
+                mentions(&item.body, &expected),
+                "{}: --help says [default: {default}], {MAN} says: {}",
+                entry.option,
+                item.body
+            );
+        }
+        if let Some(env) = &entry.env {
+            assert!(
+                mentions(&item.body, env),
+                "{}: --help names {env}, {MAN} does not: {}",
+                entry.option,
+                item.body
+            );
+            variables.insert(env.clone());
+        }
+    }
+    for text in all_help() {
+        for (at, _) in text.match_indices('$') {
+            let name: String = text[at + 1..]
+                .chars()
+                .take_while(|c| c.is_ascii_uppercase() || *c == '_')
+                .collect();
+            if !name.is_empty() {
+                variables.insert(name);
+            }
+        }
+    }
+    // Read by log.rs (journald) and config.rs (finding rch), not named in --help.
+    variables.extend(["JOURNAL_STREAM".to_owned(), "PATH".to_owned()]);
+    let documented: BTreeSet<String> = items
+        .iter()
+        .filter(|item| item.section == "ENVIRONMENT")
+        .map(|item| item.tag.clone())
+        .collect();
+    assert!(variables.len() >= 10, "{variables:?}");
+    assert!(
+        variables.is_subset(&documented),
+        "ENVIRONMENT of {MAN} lacks {:?}",
+        variables.difference(&documented).collect::<Vec<_>>()
+    );
+
+    let help = help(&["--help"]);
+    let exit_line = help
+        .lines()
+        .find_map(|line| line.strip_prefix("Exit status: "))
+        .expect("--help lists the exit statuses");
+    let codes: BTreeSet<String> = exit_line
+        .split(", ")
+        .filter_map(|part| part.split(' ').next())
+        .map(str::to_owned)
+        .collect();
+    let documented: BTreeSet<String> = items
+        .iter()
+        .filter(|item| item.section == "EXIT STATUS")
+        .map(|item| item.tag.clone())
+        .collect();
+    assert_eq!(
+        codes,
+        ["0", "1", "2", "74", "75", "78", "128+N"]
+            .map(str::to_owned)
+            .into(),
+        "{exit_line}"
+    );
+    assert_eq!(documented, codes, "EXIT STATUS of {MAN}");
+
+    let title = read(MAN)
+        .lines()
+        .find(|line| line.starts_with(".TH "))
+        .and_then(roff_line)
+        .expect(".TH");
+    let version = format!("rch-sweep {}", env!("CARGO_PKG_VERSION"));
+    assert!(title.contains(&version), "{title} should name {version}");
+}
+
+/// Runs groff's lint on a page: None when groff is absent.
+fn groff_warnings(page: &Path) -> Option<(bool, String)> {
+    match Command::new("groff")
+        .args(["-t", "-man", "-ww", "-z"])
+        .arg(page)
+        .output()
+    {
+        Ok(output) => Some((output.status.success(), stderr(&output))),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
+        Err(error) => panic!("cannot run groff: {error}"),
+    }
+}
+
+#[test]
+fn groff_has_nothing_to_warn_about_in_the_man_page() {
+    let Some((ok, warnings)) = groff_warnings(&repo(MAN)) else {
+        eprintln!("skipped: groff is not installed (CI installs groff-base)");
+        return;
+    };
+    assert!(ok && warnings.is_empty(), "groff -ww:\n{warnings}");
+    // The same lint does see a broken page.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let broken = dir.path().join("broken.1");
+    fs::write(&broken, format!("{}\n.NOSUCHMACRO x\n", read(MAN))).expect("write");
+    let (_, warnings) = groff_warnings(&broken).expect("groff");
+    assert!(warnings.contains("NOSUCHMACRO"), "{warnings}");
+}
+
+// ---------------------------------------------------------------------------
+// systemd units
+
+/// A unit's active settings, `(section, key) -> values` in order; comments
+/// and blank lines are not settings.
+fn unit_settings(path: &str) -> BTreeMap<(String, String), Vec<String>> {
+    let mut settings: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
+    let mut section = String::new();
+    for line in read(path).lines().map(str::trim) {
+        if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
+            continue;
+        }
+        if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            section = name.to_owned();
+            continue;
+        }
+        let (key, value) = line
+            .split_once('=')
+            .unwrap_or_else(|| panic!("{path}: not a setting: {line}"));
+        settings
+            .entry((section.clone(), key.trim().to_owned()))
+            .or_default()
+            .push(value.trim().to_owned());
+    }
+    settings
+}
+
+fn comments(path: &str) -> String {
+    read(path)
+        .lines()
+        .filter(|line| line.trim_start().starts_with('#'))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Seconds of a systemd time span such as `25min`, `90s`, `1h 5min`.
+fn seconds(span: &str) -> u64 {
+    span.split_whitespace()
+        .map(|part| {
+            let digits: String = part.chars().take_while(char::is_ascii_digit).collect();
+            let number: u64 = digits.parse().unwrap_or_else(|_| panic!("span {span}"));
+            number
+                * match &part[digits.len()..] {
+                    "" | "s" | "sec" => 1,
+                    "m" | "min" => 60,
+                    "h" | "hour" => 3600,
+                    unit => panic!("unit {unit} in {span}"),
+                }
+        })
+        .sum()
+}
+
+/// The `[default: N]` of an option in `--help`, as a number.
+fn default_of(option: &str) -> u64 {
+    help_entries(&help(&["--help"]))
+        .into_iter()
+        .find(|entry| entry.option == option)
+        .and_then(|entry| entry.default)
+        .and_then(|value| value.parse().ok())
+        .unwrap_or_else(|| panic!("no numeric default for {option}"))
+}
+
+/// Sandboxing that would hide what a recovery needs: the wrappers' PIDs, the
+/// daemon socket, the keys, the project folders, the network.
+const FORBIDDEN: [&str; 8] = [
+    "ProtectHome",
+    "PrivateTmp",
+    "PrivateNetwork",
+    "PrivatePIDs",
+    "ProtectProc",
+    "ProcSubset",
+    "PrivateUsers",
+    "DynamicUser",
+];
+
+#[test]
+fn the_services_are_oneshot_bounded_and_hardened_without_hiding_what_recovery_needs() {
+    let worst_run = default_of("--max-recoveries")
+        * (default_of("--recover-timeout") + default_of("--kill-grace"));
+    assert_eq!(worst_run, 1320);
+    for path in [USER_SERVICE, SYSTEM_SERVICE] {
+        let settings = unit_settings(path);
+        let get = |key: &str| -> Vec<String> {
+            settings
+                .get(&("Service".to_owned(), key.to_owned()))
+                .cloned()
+                .unwrap_or_default()
+        };
+        let one = |key: &str| -> String {
+            match get(key).as_slice() {
+                [value] => value.clone(),
+                other => panic!("{path}: {key}= should be set once, is {other:?}"),
+            }
+        };
+        assert_eq!(one("Type"), "oneshot", "{path}");
+        assert!(
+            get("SuccessExitStatus")
+                .iter()
+                .any(|value| value.split_whitespace().any(|code| code == "75")),
+            "{path}: exit 75 (lock held) must count as success"
+        );
+        let timeout = seconds(&one("TimeoutStartSec"));
+        assert!(
+            timeout > worst_run,
+            "{path}: TimeoutStartSec={timeout}s is below the worst run, {worst_run}s"
+        );
+        assert!(one("Nice").parse::<i32>().expect("Nice") > 0, "{path}");
+        assert_eq!(one("IOSchedulingClass"), "idle", "{path}");
+        for (key, value) in [
+            ("NoNewPrivileges", "yes"),
+            ("LockPersonality", "yes"),
+            ("RestrictRealtime", "yes"),
+            ("RestrictSUIDSGID", "yes"),
+            ("SystemCallArchitectures", "native"),
+        ] {
+            assert_eq!(one(key), value, "{path}: {key}=");
+        }
+        let families: BTreeSet<String> = one("RestrictAddressFamilies")
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect();
+        assert_eq!(
+            families,
+            ["AF_UNIX", "AF_INET", "AF_INET6"].map(str::to_owned).into(),
+            "{path}"
+        );
+        let why = comments(path);
+        for key in FORBIDDEN {
+            assert!(get(key).is_empty(), "{path}: {key}= must not be set");
+            assert!(
+                why.contains(&format!("{key}=")),
+                "{path}: a comment should say why {key}= is left out"
+            );
+        }
+        assert!(
+            get("ProtectSystem").iter().all(|value| value != "strict"),
+            "{path}: ProtectSystem=strict would stop outputs reaching project folders"
+        );
+        assert!(why.contains("ProtectSystem=strict"), "{path}");
+        assert_eq!(
+            settings.get(&("Unit".to_owned(), "Documentation".to_owned())),
+            Some(&vec!["man:rch-sweep(1)".to_owned()]),
+            "{path}"
+        );
+    }
+
+    let system = unit_settings(SYSTEM_SERVICE);
+    let service = |key: &str| system.get(&("Service".to_owned(), key.to_owned())).cloned();
+    assert_eq!(service("User"), Some(vec!["%i".to_owned()]));
+    assert_eq!(
+        service("ExecStart"),
+        Some(vec!["/usr/local/bin/rch-sweep".to_owned()])
+    );
+    for (key, value) in [
+        ("ProtectSystem", "full"),
+        ("ProtectKernelTunables", "yes"),
+        ("ProtectKernelModules", "yes"),
+        ("ProtectControlGroups", "yes"),
+    ] {
+        assert_eq!(service(key), Some(vec![value.to_owned()]), "system {key}=");
+    }
+
+    let user = unit_settings(USER_SERVICE);
+    let service = |key: &str| user.get(&("Service".to_owned(), key.to_owned())).cloned();
+    assert_eq!(
+        service("ExecStart"),
+        Some(vec!["%h/.cargo/bin/rch-sweep".to_owned()])
+    );
+    assert_eq!(service("User"), None, "a user unit runs as its user");
+    // These need a user namespace in a user manager (see the unit's comments).
+    let why = comments(USER_SERVICE);
+    for key in [
+        "ProtectSystem",
+        "ProtectKernelTunables",
+        "ProtectKernelModules",
+        "ProtectControlGroups",
+    ] {
+        assert_eq!(service(key), None, "user unit: {key}=");
+        assert!(why.contains(&format!("{key}=")), "user unit: why no {key}=");
+    }
+}
+
+#[test]
+fn the_timers_fire_every_five_minutes_after_the_last_run_ended() {
+    for (path, first) in [(USER_TIMER, "OnStartupSec"), (SYSTEM_TIMER, "OnBootSec")] {
+        let settings = unit_settings(path);
+        let timer = |key: &str| settings.get(&("Timer".to_owned(), key.to_owned())).cloned();
+        assert_eq!(
+            timer("OnUnitInactiveSec").map(|v| seconds(&v[0])),
+            Some(300),
+            "{path}"
+        );
+        assert!(timer(first).is_some(), "{path}: {first}= starts the cycle");
+        assert_eq!(timer("OnCalendar"), None, "{path}");
+        assert_eq!(
+            settings.get(&("Install".to_owned(), "WantedBy".to_owned())),
+            Some(&vec!["timers.target".to_owned()]),
+            "{path}"
+        );
+    }
+}
+
+/// Copies the units into a temporary folder with `ExecStart=` pointing at
+/// the built binary (verify insists the program exists), plus `extra` lines
+/// appended to each service.
+fn staged_units(dir: &Path, units: &[&str], extra: &str) -> Vec<PathBuf> {
+    units
+        .iter()
+        .map(|unit| {
+            let text = read(unit);
+            let mut rewritten = 0;
+            let mut staged: String = text
+                .lines()
+                .map(|line| {
+                    if line.starts_with("ExecStart=") {
+                        rewritten += 1;
+                        format!("ExecStart={BIN}\n")
+                    } else {
+                        format!("{line}\n")
+                    }
+                })
+                .collect();
+            if unit.ends_with(".service") {
+                assert_eq!(rewritten, 1, "{unit}: one ExecStart=");
+                staged.push_str(extra);
+            }
+            let path = dir.join(Path::new(unit).file_name().expect("name"));
+            fs::write(&path, staged).expect("stage unit");
+            path
+        })
+        .collect()
+}
+
+/// `systemd-analyze [--user] verify` on the staged units: Ok, or the
+/// complaints. None when systemd-analyze is not installed.
+fn verify(user: bool, units: &[&str], extra: &str) -> Option<Result<(), String>> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let staged = staged_units(dir.path(), units, extra);
+    let mut command = Command::new("systemd-analyze");
+    if user {
+        // The user manager verify starts needs a runtime folder; a private
+        // one works with no systemd running.
+        let runtime = dir.path().join("runtime");
+        fs::create_dir(&runtime).expect("mkdir");
+        fs::set_permissions(&runtime, fs::Permissions::from_mode(0o700)).expect("chmod");
+        command.arg("--user").env("XDG_RUNTIME_DIR", &runtime);
+    }
+    command.args(["verify", "--man=no"]).args(&staged);
+    let output = match command.output() {
+        Ok(output) => output,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return None,
+        Err(error) => panic!("cannot run systemd-analyze: {error}"),
+    };
+    let text = stderr(&output);
+    // Complaints about the host's own units are not ours to judge.
+    let ours: Vec<&str> = text.lines().filter(|l| l.contains("rch-sweep")).collect();
+    Some(if output.status.success() && ours.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("{}\n{text}", output.status))
+    })
+}
+
+#[test]
+fn systemd_analyze_verifies_the_units() {
+    for (user, units) in [
+        (false, [SYSTEM_SERVICE, SYSTEM_TIMER]),
+        (true, [USER_SERVICE, USER_TIMER]),
+    ] {
+        let Some(result) = verify(user, &units, "") else {
+            eprintln!(
+                "skipped: systemd-analyze is not installed (CI installs the systemd package)"
+            );
+            return;
+        };
+        if let Err(complaints) = result {
+            panic!("systemd-analyze verify {units:?}: {complaints}");
+        }
+        // The same check does refuse a unit with a setting systemd lacks.
+        let broken = verify(user, &units, "NoSuchSetting=yes\n").expect("ran before");
+        assert!(
+            broken
+                .as_ref()
+                .is_err_and(|text| text.contains("NoSuchSetting")),
+            "{broken:?}"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Metrics
+
+/// One metric family of a Prometheus text file.
+#[derive(Debug, Default)]
+struct Family {
+    help: bool,
+    kind: Option<String>,
+    samples: BTreeMap<String, f64>,
+}
+
+/// Parses the Prometheus text format strictly enough for node_exporter:
+/// `# HELP` and `# TYPE` before a family's samples, families contiguous,
+/// `name{label="value",...} value`, no duplicate series.
+fn parse_prometheus(text: &str) -> Result<BTreeMap<String, Family>, String> {
+    fn is_name(name: &str, first_ok: fn(char) -> bool) -> bool {
+        let mut chars = name.chars();
+        chars.next().is_some_and(first_ok)
+            && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
+    }
+    let metric_start = |c: char| c.is_ascii_alphabetic() || c == '_' || c == ':';
+    let label_start = |c: char| c.is_ascii_alphabetic() || c == '_';
+    if !text.ends_with('\n') {
+        return Err("no final newline".into());
+    }
+    let mut families: BTreeMap<String, Family> = BTreeMap::new();
+    let mut closed: BTreeSet<String> = BTreeSet::new();
+    let mut current: Option<String> = None;
+    let mut enter = |name: &str, current: &mut Option<String>| -> Result<(), String> {
+        if current.as_deref() != Some(name) {
+            if closed.contains(name) {
+                return Err(format!("{name}: lines not contiguous"));
+            }
+            if let Some(previous) = current.take() {
+                closed.insert(previous);
+            }
+            *current = Some(name.to_owned());
+        }
+        Ok(())
+    };
+    for (number, line) in text.lines().enumerate() {
+        let at = |why: String| format!("line {}: {why}: {line}", number + 1);
+        if let Some(comment) = line.strip_prefix('#') {
+            let mut words = comment.trim_start().splitn(3, ' ');
+            let (keyword, name, rest) = (words.next(), words.next(), words.next());
+            let (Some(keyword @ ("HELP" | "TYPE")), Some(name)) = (keyword, name) else {
+                continue;
+            };
+            if !is_name(name, metric_start) {
+                return Err(at("bad metric name".into()));
+            }
+            enter(name, &mut current).map_err(at)?;
+            let family = families.entry(name.to_owned()).or_default();
+            if !family.samples.is_empty() {
+                return Err(at(format!("{keyword} after samples")));
+            }
+            if keyword == "HELP" {
+                if family.help || rest.is_none_or(str::is_empty) {
+                    return Err(at("duplicate or empty HELP".into()));
+                }
+                family.help = true;
+            } else {
+                let kind = rest.unwrap_or_default();
+                if family.kind.is_some()
+                    || !["counter", "gauge", "histogram", "summary", "untyped"].contains(&kind)
+                {
+                    return Err(at("duplicate or unknown TYPE".into()));
+                }
+                family.kind = Some(kind.to_owned());
+            }
+            continue;
+        }
+        let name_end = line.find(['{', ' ']).ok_or_else(|| at("no value".into()))?;
+        let name = &line[..name_end];
+        if !is_name(name, metric_start) {
+            return Err(at("bad metric name".into()));
+        }
+        let mut rest = &line[name_end..];
+        let mut labels = String::new();
+        if let Some(inner) = rest.strip_prefix('{') {
+            let close = inner
+                .find('}')
+                .ok_or_else(|| at("unclosed labels".into()))?;
+            labels = inner[..close].to_owned();
+            for pair in labels.split(',').filter(|p| !p.is_empty()) {
+                let (key, value) = pair
+                    .split_once('=')
+                    .ok_or_else(|| at(format!("label {pair}")))?;
+                let quoted = value.len() >= 2 && value.starts_with('"') && value.ends_with('"');
+                if !is_name(key, label_start) || !quoted || value[1..value.len() - 1].contains('"')
+                {
+                    return Err(at(format!("label {pair}")));
+                }
+            }
+            rest = &inner[close + 1..];
+        }
+        let mut fields = rest
+            .strip_prefix(' ')
+            .ok_or_else(|| at("no space before the value".into()))?
+            .split(' ');
+        let value: f64 = fields
+            .next()
+            .and_then(|v| v.parse().ok())
+            .ok_or_else(|| at("value is not a float".into()))?;
+        if let Some(timestamp) = fields.next()
+            && timestamp.parse::<i64>().is_err()
+        {
+            return Err(at("bad timestamp".into()));
+        }
+        if fields.next().is_some() {
+            return Err(at("trailing fields".into()));
+        }
+        enter(name, &mut current).map_err(at)?;
+        let family = families.entry(name.to_owned()).or_default();
+        if !family.help || family.kind.is_none() {
+            return Err(at("sample before its # HELP and # TYPE".into()));
+        }
+        if family.samples.insert(labels, value).is_some() {
+            return Err(at("duplicate series".into()));
+        }
+    }
+    Ok(families)
+}
+
+/// The metric names src/metrics.rs writes (its `"rch_sweep_..."` literals).
+fn names_in_source() -> BTreeSet<String> {
+    let source = include_str!("../src/metrics.rs");
+    source
+        .match_indices("\"rch_sweep_")
+        .map(|(at, _)| {
+            let rest = &source[at + 1..];
+            rest[..rest.find('"').expect("closing quote")].to_owned()
+        })
+        .collect()
+}
+
+fn metrics(path: &Path) -> BTreeMap<String, Family> {
+    let text = fs::read_to_string(path).expect("metrics file");
+    parse_prometheus(&text).unwrap_or_else(|why| panic!("{why}\n{text}"))
+}
+
+fn sample(families: &BTreeMap<String, Family>, name: &str, labels: &str) -> f64 {
+    families
+        .get(name)
+        .and_then(|family| family.samples.get(labels))
+        .copied()
+        .unwrap_or_else(|| panic!("no sample {name}{{{labels}}}"))
+}
+
+#[test]
+fn the_prometheus_checker_refuses_what_node_exporter_would() {
+    let good = "# HELP a_b A.\n# TYPE a_b gauge\na_b{x=\"1\"} 2.5\na_b{x=\"2\"} 0\n";
+    assert!(parse_prometheus(good).is_ok());
+    for bad in [
+        "a_b 1\n",
+        "# HELP a_b A.\na_b 1\n",
+        "# HELP a_b A.\n# TYPE a_b gauge\na_b one\n",
+        "# HELP a_b A.\n# TYPE a_b gauge\na_b{x=1} 1\n",
+        "# HELP a_b A.\n# TYPE a_b gauge\na_b 1\na_b 2\n",
+        "# HELP a A.\n# TYPE a gauge\na 1\n# HELP b B.\n# TYPE b gauge\nb 1\na{x=\"1\"} 1\n",
+        "# HELP a_b A.\n# TYPE a_b gauge\na_b 1",
+    ] {
+        assert!(parse_prometheus(bad).is_err(), "{bad}");
+    }
+}
+
+#[test]
+fn a_sweep_writes_prometheus_metrics_atomically_and_keeps_the_last_success() {
+    let world = World::new();
+    let rch = world.completing_rch();
+    let rch = rch.to_str().expect("utf8");
+    world.will_complete(Journal::stale("hz4", 2 * HOUR_MS));
+    let folder = world.path("textfile");
+    fs::create_dir(&folder).expect("mkdir");
+    let prom = folder.join("rch.prom");
+    let prom_arg = prom.to_str().expect("utf8");
+
+    let output = world.run(&["--rch", rch, "--metrics-file", prom_arg]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let first = metrics(&prom);
+    let written: BTreeSet<String> = first.keys().cloned().collect();
+    assert_eq!(written, names_in_source());
+    assert!(written.len() >= 9, "{written:?}");
+    for (name, family) in &first {
+        assert_eq!(family.kind.as_deref(), Some("gauge"), "{name}");
+    }
+    assert_eq!(sample(&first, "rch_sweep_exit_code", ""), 0.0);
+    assert_eq!(sample(&first, "rch_sweep_journals_scanned", ""), 1.0);
+    assert_eq!(sample(&first, "rch_sweep_candidates", ""), 1.0);
+    assert_eq!(
+        sample(&first, "rch_sweep_recoveries", "outcome=\"recovered\""),
+        1.0
+    );
+    let last_success = sample(&first, "rch_sweep_last_success_timestamp_seconds", "");
+    let state_ms = world.state()["last_success_unix_ms"]
+        .as_u64()
+        .expect("last success in the state");
+    assert_eq!(last_success, state_ms as f64 / 1000.0);
+    let last_run = sample(&first, "rch_sweep_last_run_timestamp_seconds", "");
+    assert!(last_run >= last_success && last_run < (now_ms() as f64 / 1000.0) + 1.0);
+    let meta = fs::metadata(&prom).expect("metadata");
+    assert_eq!(meta.mode() & 0o777, 0o644, "readable by the collector");
+    let first_inode = meta.ino();
+
+    // A failing run: the completed lease is terminal now, a new one fails
+    // (the fake rch has nothing to install for it). A temp file a killed run
+    // left must go.
+    world.add(&Journal::stale("w2", HOUR_MS));
+    fs::write(folder.join(".rch.prom.left0ver.tmp"), "partial").expect("write");
+    let output = world.run(&["--rch", rch, "--metrics-file", prom_arg]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let second = metrics(&prom);
+    assert_eq!(sample(&second, "rch_sweep_exit_code", ""), 1.0);
+    assert_eq!(
+        sample(&second, "rch_sweep_recoveries", "outcome=\"failed\""),
+        1.0
+    );
+    assert_eq!(
+        sample(&second, "rch_sweep_journals_skipped", "reason=\"terminal\""),
+        1.0
+    );
+    assert_eq!(
+        sample(&second, "rch_sweep_last_success_timestamp_seconds", ""),
+        last_success,
+        "the last success survives a failing run"
+    );
+    assert!(sample(&second, "rch_sweep_last_run_timestamp_seconds", "") >= last_run);
+    assert_ne!(
+        fs::metadata(&prom).expect("metadata").ino(),
+        first_inode,
+        "replaced by rename, not rewritten in place"
+    );
+    assert_eq!(files_in(&folder), ["rch.prom"]);
+}
+
+#[test]
+fn a_dry_run_writes_no_metrics_and_a_name_without_prom_is_refused() {
+    let world = World::new();
+    world.add(&Journal::stale("hz4", 2 * HOUR_MS));
+    let folder = world.path("textfile");
+    fs::create_dir(&folder).expect("mkdir");
+    let prom = folder.join("rch.prom");
+    let prom_arg = prom.to_str().expect("utf8");
+    for (flag, code) in [("--dry-run", 0), ("--check", 1)] {
+        let output = world.run(&[flag, "--metrics-file", prom_arg]);
+        assert_eq!(
+            output.status.code(),
+            Some(code),
+            "{flag}: {}",
+            stderr(&output)
+        );
+        assert!(
+            files_in(&folder).is_empty(),
+            "{flag} wrote {:?}",
+            files_in(&folder)
+        );
+    }
+
+    let rch = world.script("rch", "exit 1");
+    let rch = rch.to_str().expect("utf8");
+    let txt = folder.join("rch.txt");
+    let output = world.run(&["--rch", rch, "--metrics-file", txt.to_str().expect("utf8")]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains(".prom"), "{}", stderr(&output));
+    let output = world
+        .command(&["--rch", rch])
+        .env("RCH_SWEEP_METRICS_FILE", folder.join("rch.metrics"))
+        .output()
+        .expect("run");
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(files_in(&folder).is_empty());
+    assert!(
+        !world.state_file().exists(),
+        "a refused command line sweeps nothing"
+    );
+}
+
+// ---------------------------------------------------------------------------
+// journald
+
+/// Runs `command` with stderr on a fresh file, `JOURNAL_STREAM` set to the
+/// device and inode of that file (`same`) or of another one; returns the
+/// exit code and the stderr lines.
+fn with_stderr_file(mut command: Command, same: bool) -> (i32, Vec<String>) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = dir.path().join("stderr.log");
+    let file = fs::File::create(&log).expect("create");
+    let other = dir.path().join("other.log");
+    fs::write(&other, "").expect("write");
+    let named = fs::metadata(if same { &log } else { &other }).expect("metadata");
+    let status = command
+        .env("JOURNAL_STREAM", format!("{}:{}", named.dev(), named.ino()))
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(file))
+        .status()
+        .expect("run");
+    let text = fs::read_to_string(&log).expect("read stderr");
+    (
+        status.code().unwrap_or(-1),
+        text.lines().map(str::to_owned).collect(),
+    )
+}
+
+#[test]
+fn journald_priorities_appear_exactly_when_stderr_is_the_named_stream() {
+    let world = World::new();
+    // A corrupt state file warns; a missing lease dir is an info note.
+    fs::create_dir_all(world.state_file().parent().expect("parent")).expect("mkdir");
+    fs::write(world.state_file(), "{not json").expect("write");
+    let dry_run = || {
+        let mut command = World::bare_command();
+        command
+            .arg("--lease-dir")
+            .arg(world.path("absent"))
+            .arg("--state-file")
+            .arg(world.state_file())
+            .arg("--dry-run");
+        command
+    };
+    // A lease dir that is a file is a configuration error.
+    let error = || {
+        let mut command = World::bare_command();
+        command
+            .arg("--lease-dir")
+            .arg(world.state_file())
+            .arg("--dry-run");
+        command
+    };
+
+    let (code, lines) = with_stderr_file(dry_run(), true);
+    assert_eq!(code, 0, "{lines:?}");
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(
+        lines[0].starts_with("<4>rch-sweep: warning: state file "),
+        "{lines:?}"
+    );
+    assert!(
+        lines[1].starts_with("<6>rch-sweep: lease directory "),
+        "{lines:?}"
+    );
+    let (code, lines) = with_stderr_file(error(), true);
+    assert_eq!(code, 78, "{lines:?}");
+    assert!(!lines.is_empty(), "{lines:?}");
+    assert!(
+        lines.iter().all(|l| l.starts_with("<3>rch-sweep: error: ")),
+        "{lines:?}"
+    );
+
+    for command in [dry_run(), error()] {
+        let (_, lines) = with_stderr_file(command, false);
+        assert!(!lines.is_empty());
+        assert!(
+            lines.iter().all(|l| l.starts_with("rch-sweep: ")),
+            "JOURNAL_STREAM names another file: {lines:?}"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------
+// --version and --help
+
+#[test]
+fn version_prints_the_package_version() {
+    for flag in ["--version", "-V"] {
+        assert_eq!(
+            help(&[flag]),
+            format!("rch-sweep {}\n", env!("CARGO_PKG_VERSION"))
+        );
+    }
+}
+
+#[test]
+fn help_shows_every_variable_and_default() {
+    let help = help(&["--help"]);
+    for name in rch_sweep::cli::ENV_VARS {
+        assert!(help.contains(&format!("[env: {name}=]")), "{name}:\n{help}");
+    }
+    let mut command = rch_sweep::cli::Cli::command();
+    command.build();
+    for arg in command.get_arguments() {
+        let (Some(long), [default]) = (arg.get_long(), arg.get_default_values()) else {
+            continue;
+        };
+        if !arg.get_action().takes_values() {
+            // A flag's implicit `false`, which clap never shows.
+            continue;
+        }
+        let entry = help_entries(&help)
+            .into_iter()
+            .find(|entry| entry.option == format!("--{long}"))
+            .unwrap_or_else(|| panic!("--{long} missing from --help"));
+        assert_eq!(
+            entry.default,
+            Some(default.to_string_lossy().into_owned()),
+            "--{long}"
+        );
+    }
+    for option in ["--lease-dir", "--state-file"] {
+        let line = help
+            .lines()
+            .skip_while(|line| !line.trim_start().starts_with(option))
+            .nth(1)
+            .unwrap_or_default();
+        assert!(line.contains("[default: "), "{option}: {line}");
+    }
+}
