@@ -26,8 +26,15 @@ fn main() {
     let code = match result {
         Ok(code) => code,
         Err(error) => {
-            log::error(format!("{error:#}"));
-            exit::code_of(&error)
+            let code = exit::code_of(&error);
+            // Another sweep running is routine for a timer (the units count
+            // 75 as success): a warning, which --quiet hides.
+            if code == exit::ExitCode::Locked {
+                log::warn(format!("{error:#}"));
+            } else {
+                log::error(format!("{error:#}"));
+            }
+            code
         }
     };
     std::process::exit(code.code());

@@ -193,35 +193,15 @@ fn exit_zero_without_completion_fails_and_leaves_the_journal_untouched() {
     assert_eq!(entry["build_id"], 30052631078502447u64);
 }
 
-/// A fake rch that installs `done/<id>.json` over the journal, as a real
-/// recovery rewrites it, and exits 0.
-fn completing_rch(world: &World) -> std::path::PathBuf {
-    std::fs::create_dir_all(world.path("done")).expect("mkdir");
-    world.script(
-        "rch",
-        &format!(
-            "cp \"{done}/$3.json\" \"{leases}/$3.json\"",
-            done = world.path("done").display(),
-            leases = world.leases().display()
-        ),
-    )
-}
-
 #[test]
 fn exit_zero_with_the_completed_journal_recovers_and_clears_backoff() {
     let world = World::new();
-    let journal = Journal::stale("hz4", 2 * HOUR_MS);
-    world.add(&journal);
-    let rch = completing_rch(&world);
-    std::fs::write(
-        world.path("done").join(journal.file_name()),
-        journal_completed(&journal),
-    )
-    .expect("write");
+    let id = world.will_complete(Journal::stale("hz4", 2 * HOUR_MS));
+    let rch = world.completing_rch();
     std::fs::create_dir_all(world.state_file().parent().expect("parent")).expect("mkdir");
     std::fs::write(
         world.state_file(),
-        json!({"version": 1, "leases": {journal.id.clone(): {
+        json!({"version": 1, "leases": {id.clone(): {
             "failures": 3, "next_attempt_unix_ms": 0, "worker_id": "hz4", "build_id": 1}}})
         .to_string(),
     )
@@ -243,42 +223,17 @@ fn exit_zero_with_the_completed_journal_recovers_and_clears_backoff() {
     assert_eq!(document["skipped"], json!({"terminal": 1}));
 }
 
-/// The journal as `rch jobs recover` leaves it: same identity, completed.
-fn journal_completed(journal: &Journal) -> String {
-    let mut value: serde_json::Value = serde_json::from_str(&journal.text()).expect("json");
-    let recipe = &mut value["recovery"];
-    for key in [
-        "sources_released",
-        "tree_retired",
-        "pair_released",
-        "retired",
-    ] {
-        recipe[key] = json!(true);
-    }
-    recipe["exit_code"] = json!(0);
-    recipe["returned"] = json!(0);
-    recipe["daemon_exit_code"] = json!(0);
-    value["state"] = json!("finished");
-    value["phase"] = json!("finished");
-    value["terminal_acknowledged"] = json!(true);
-    value["exit_code"] = json!(0);
-    serde_json::to_string_pretty(&value).expect("json")
-}
-
 #[test]
 fn a_completed_journal_with_another_identity_is_not_success() {
     let world = World::new();
     let journal = Journal::stale("hz4", 2 * HOUR_MS);
     world.add(&journal);
-    let rch = completing_rch(&world);
-    let mut value: serde_json::Value =
-        serde_json::from_str(&journal_completed(&journal)).expect("json");
-    value["process_start_ticks"] = json!(987654321);
-    std::fs::write(
-        world.path("done").join(journal.file_name()),
-        value.to_string(),
-    )
-    .expect("write");
+    let rch = world.completing_rch();
+    let name = journal.file_name();
+    let replaced = journal
+        .completed(0)
+        .set("process_start_ticks", json!(987654321));
+    std::fs::write(world.path("done").join(name), replaced.text()).expect("write");
     let (code, document) = world.json(&["--rch", rch.to_str().expect("utf8")]);
     assert_eq!(code, 1);
     assert_eq!(
