@@ -7,7 +7,7 @@ use crate::journal::{LeaseDir, ReadFailure};
 use crate::judge::{self, Candidate};
 use std::ffi::OsString;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 pub const ADMISSION_CHANGED: &str =
     "recovery admission changed after scanning; client was not started";
@@ -39,6 +39,26 @@ pub enum Outcome {
 pub struct Attempt {
     pub outcome: Outcome,
     pub duration: Duration,
+    /// Wall-clock end, Unix ms: a failure's backoff counts from here.
+    pub ended_unix_ms: u64,
+}
+
+impl Attempt {
+    /// An attempt that ended now after `duration`.
+    pub fn ended(outcome: Outcome, duration: Duration) -> Attempt {
+        Attempt {
+            outcome,
+            duration,
+            ended_unix_ms: unix_ms(SystemTime::now()),
+        }
+    }
+}
+
+/// Milliseconds since the Unix epoch (0 for a clock before 1970).
+pub fn unix_ms(time: SystemTime) -> u64 {
+    time.duration_since(UNIX_EPOCH).map_or(0, |since| {
+        u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+    })
 }
 
 /// Runs the whole recovery of `candidate` on the calling thread. The child's
@@ -47,10 +67,7 @@ pub struct Attempt {
 pub fn recover(settings: &Settings, candidate: &Candidate, stop: &dyn Fn() -> bool) -> Attempt {
     let started = Instant::now();
     let outcome = attempt(settings, candidate, stop);
-    Attempt {
-        outcome,
-        duration: started.elapsed(),
-    }
+    Attempt::ended(outcome, started.elapsed())
 }
 
 fn attempt(settings: &Settings, candidate: &Candidate, stop: &dyn Fn() -> bool) -> Outcome {

@@ -12,7 +12,7 @@ use crate::judge::Candidate;
 use crate::lock;
 use crate::owner::ProcFs;
 use crate::plan::{self, Queue, Slot};
-use crate::recover::{self, Attempt};
+use crate::recover::{self, Attempt, unix_ms};
 use crate::report::{LeaseLine, Outcome, Summary};
 use crate::scan::{self, Scan, ScanError, ScanOptions};
 use crate::state::Loaded;
@@ -20,7 +20,7 @@ use crate::{config, fsio, log, metrics, signals, state};
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime};
 
 /// How often the main loop looks at the signal flag while recoveries run.
 const POLL: Duration = Duration::from_millis(100);
@@ -198,64 +198,7 @@ fn sweep(run: &Run) -> Result<ExitCode> {
         &settings,
     );
     let signal = signals::received();
-
-    let mut exit_code = ExitCode::Success;
-    let mut leases = Vec::with_capacity(scan.candidates.len());
-    let end_ms = unix_ms(SystemTime::now());
-    for (candidate, attempt) in scan.candidates.iter().zip(attempts) {
-        let Some(attempt) = attempt else {
-            let outcome = if backoff.is_due(&candidate.wrapper_id, now) {
-                Outcome::Deferred
-            } else {
-                Outcome::BackingOff
-            };
-            leases.push(line(candidate, outcome, None, None, &backoff));
-            continue;
-        };
-        let (outcome, error) = match attempt.outcome {
-            recover::Outcome::Recovered => {
-                backoff.forget(&candidate.wrapper_id);
-                (Outcome::Recovered, None)
-            }
-            recover::Outcome::Vanished => {
-                backoff.forget(&candidate.wrapper_id);
-                (Outcome::Vanished, None)
-            }
-            recover::Outcome::Failed(error) => {
-                backoff.record_failure(
-                    candidate,
-                    &error,
-                    end_ms,
-                    run.args.backoff_base.saturating_mul(1000),
-                    backoff_max_ms(run),
-                );
-                exit_code = exit_code.merge(ExitCode::Failed);
-                log::error(format!(
-                    "recovery of {} on {} failed: {error}",
-                    candidate.wrapper_id, candidate.worker_id
-                ));
-                (Outcome::Failed, Some(error))
-            }
-            recover::Outcome::Interrupted(error) => {
-                let error = format!(
-                    "interrupted by {}: {error}",
-                    signals::name(signal.unwrap_or(libc::SIGTERM))
-                );
-                backoff.record_interrupted(candidate, &error, end_ms);
-                (Outcome::Failed, Some(error))
-            }
-        };
-        leases.push(line(
-            candidate,
-            outcome,
-            Some(attempt.duration),
-            error,
-            &backoff,
-        ));
-    }
-    if let Some(signal) = signal {
-        exit_code = ExitCode::Signal(signal);
-    }
+    let (leases, mut exit_code) = record(run, &scan.candidates, attempts, &mut backoff, signal);
     if exit_code == ExitCode::Success {
         backoff.last_success_unix_ms = Some(unix_ms(SystemTime::now()));
     }
@@ -266,7 +209,7 @@ fn sweep(run: &Run) -> Result<ExitCode> {
         ));
         exit_code = exit_code.merge(ExitCode::Io);
     }
-    let summary = summary(run, scan, leases, exit_code);
+    let mut summary = summary(run, scan, leases, exit_code);
     if let Some(path) = &run.args.metrics_file
         && let Err(error) = metrics::write(path, &summary, backoff.last_success_unix_ms)
     {
@@ -274,16 +217,72 @@ fn sweep(run: &Run) -> Result<ExitCode> {
             "cannot write metrics file {}: {error}",
             path.display()
         ));
-        let exit_code = summary.exit_code.merge(ExitCode::Io);
-        let summary = Summary {
-            exit_code,
-            ..summary
-        };
-        print(run, &summary);
-        return Ok(exit_code);
+        summary.exit_code = summary.exit_code.merge(ExitCode::Io);
     }
     print(run, &summary);
     Ok(summary.exit_code)
+}
+
+/// Records each candidate's attempt in the backoff state and turns it into a
+/// report line; returns the lines in plan order and the run's exit code.
+fn record(
+    run: &Run,
+    candidates: &[Candidate],
+    attempts: Vec<Option<Attempt>>,
+    backoff: &mut Backoff,
+    signal: Option<i32>,
+) -> (Vec<LeaseLine>, ExitCode) {
+    let mut exit_code = ExitCode::Success;
+    let mut leases = Vec::with_capacity(candidates.len());
+    for (candidate, attempt) in candidates.iter().zip(attempts) {
+        let Some(attempt) = attempt else {
+            let outcome = if backoff.is_due(&candidate.wrapper_id, run.now_unix_ms) {
+                Outcome::Deferred
+            } else {
+                Outcome::BackingOff
+            };
+            leases.push(line(candidate, outcome, None, None, backoff));
+            continue;
+        };
+        let ended = attempt.ended_unix_ms;
+        let (outcome, error) = match attempt.outcome {
+            recover::Outcome::Recovered => {
+                backoff.forget(&candidate.wrapper_id);
+                (Outcome::Recovered, None)
+            }
+            recover::Outcome::Vanished => {
+                backoff.forget(&candidate.wrapper_id);
+                (Outcome::Vanished, None)
+            }
+            recover::Outcome::Failed(error) => {
+                let base_ms = run.args.backoff_base.saturating_mul(1000);
+                backoff.record_failure(candidate, &error, ended, base_ms, backoff_max_ms(run));
+                exit_code = exit_code.merge(ExitCode::Failed);
+                log::error(format!(
+                    "recovery of {} on {} failed: {error}",
+                    candidate.wrapper_id, candidate.worker_id
+                ));
+                (Outcome::Failed, Some(error))
+            }
+            recover::Outcome::Interrupted(error) => {
+                let name = signals::name(signal.unwrap_or(libc::SIGTERM));
+                let error = format!("interrupted by {name}: {error}");
+                backoff.record_interrupted(candidate, &error, ended);
+                (Outcome::Failed, Some(error))
+            }
+        };
+        leases.push(line(
+            candidate,
+            outcome,
+            Some(attempt.duration),
+            error,
+            backoff,
+        ));
+    }
+    if let Some(signal) = signal {
+        exit_code = ExitCode::Signal(signal);
+    }
+    (leases, exit_code)
 }
 
 /// Runs the due candidates through the queue; returns, per candidate index,
@@ -314,11 +313,9 @@ fn execute(
                             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                                 recover::recover(settings, &candidate, &stop)
                             }))
-                            .unwrap_or_else(|_| Attempt {
-                                outcome: recover::Outcome::Failed(
-                                    "recovery thread panicked".into(),
-                                ),
-                                duration: Duration::ZERO,
+                            .unwrap_or_else(|_| {
+                                let panicked = "recovery thread panicked".to_owned();
+                                Attempt::ended(recover::Outcome::Failed(panicked), Duration::ZERO)
                             });
                         // The receiver lives until every thread has reported.
                         let _ = done_tx.send((index, candidate.worker_id, attempt));
@@ -326,12 +323,11 @@ fn execute(
                 match spawned {
                     Ok(_) => running += 1,
                     Err(error) => {
-                        attempts[index] = Some(Attempt {
-                            outcome: recover::Outcome::Failed(format!(
-                                "cannot start a recovery thread: {error}"
-                            )),
-                            duration: Duration::ZERO,
-                        });
+                        let why = format!("cannot start a recovery thread: {error}");
+                        attempts[index] = Some(Attempt::ended(
+                            recover::Outcome::Failed(why),
+                            Duration::ZERO,
+                        ));
                         // Nothing runs on that worker; its lane is free again.
                         queue.finished(&worker_id);
                     }
@@ -448,10 +444,4 @@ fn print(run: &Run, summary: &Summary) {
 
 fn backoff_max_ms(run: &Run) -> u64 {
     run.args.backoff_max.saturating_mul(1000)
-}
-
-fn unix_ms(time: SystemTime) -> u64 {
-    time.duration_since(UNIX_EPOCH).map_or(0, |since| {
-        u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
-    })
 }
