@@ -12,7 +12,7 @@
 //!   signal; a zombie counts as dead);
 //! * the next run gets the lock (no child kept it) and ends with exit 1.
 //!
-//! Slow (about 30 s in release), so it is ignored by default; CI runs
+//! Slow (about 20 s in release), so it is ignored by default; CI runs
 //! `cargo test --release --test crash -- --ignored`. `-- --nocapture` prints
 //! where the kills landed and how long the test took.
 
@@ -335,7 +335,7 @@ fn all_gone(pids: &BTreeSet<u32>) -> Result<(), Vec<u32>> {
 }
 
 #[test]
-#[ignore = "slow (about 30 s in release): cargo test --release --test crash -- --ignored"]
+#[ignore = "slow (about 20 s in release): cargo test --release --test crash -- --ignored"]
 fn sigkill_at_any_moment_leaves_a_whole_state_no_stray_temps_and_no_children() {
     let started = Instant::now();
     let sandbox = Sandbox::new();
