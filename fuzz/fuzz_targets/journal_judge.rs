@@ -1,0 +1,86 @@
+//! Journal bytes → verdict: `journal::parse`, then `judge::judge` with the
+//! owner gone (and alive, to compare), `settled_handoff`,
+//! `owns_unretired_source`, `verify_completion(&lease, &lease)` and the
+//! owner identity a journal records. None may panic, and the verdicts must
+//! agree with SPEC.md's rules where they overlap.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use rch_sweep::journal;
+use rch_sweep::judge::{self, SkipReason};
+use rch_sweep::owner::{Presence, Recorded};
+
+/// A canonical wrapper id no seed uses, for the "name differs" case.
+const OTHER_ID: &str = "rchw-00000000-0000-4000-8000-000000000000";
+/// A day after the demo journals' heartbeats.
+const NOW: u64 = 1_791_366_403_512;
+const STALE_AFTER: u64 = 900_000;
+
+fuzz_target!(|data: &[u8]| {
+    // The scan's name check runs on arbitrary directory entries.
+    if let Some(id) = journal::wrapper_id_of(data) {
+        assert!(journal::is_wrapper_id(id));
+    }
+    let Ok(lease) = journal::parse(data) else {
+        return;
+    };
+    let handoff = judge::settled_handoff(&lease);
+    let owns = judge::owns_unretired_source(&lease);
+    let _ = Recorded::of(&lease);
+    if judge::verify_completion(&lease, &lease).is_ok() {
+        // Complete means acknowledged, finished and a settled handoff.
+        assert!(lease.terminal_acknowledged);
+        assert!(handoff.is_some());
+        assert_eq!(handoff, lease.exit_code);
+    }
+
+    let own_id = lease.identity.local_wrapper_id.clone();
+    let cases = [
+        (own_id.as_str(), NOW, STALE_AFTER),
+        (own_id.as_str(), u64::MAX, 0),
+        (own_id.as_str(), 0, u64::MAX),
+        (own_id.as_str(), lease.heartbeat_unix_ms, 0),
+        (own_id.as_str(), lease.heartbeat_unix_ms, 1),
+        (OTHER_ID, NOW, STALE_AFTER),
+    ];
+    for (file_id, now, stale_after) in cases {
+        let mut asked = false;
+        let gone = judge::judge(file_id, lease.clone(), now, stale_after, |pid, _| {
+            asked = true;
+            assert!(pid > 1, "presence asked for pid {pid}");
+            Presence::Gone
+        });
+        let alive = judge::judge(file_id, lease.clone(), now, stale_after, |_, _| {
+            Presence::Alive
+        });
+        let unverified = judge::judge(file_id, lease.clone(), now, stale_after, |_, _| {
+            Presence::Unverified
+        });
+        match &gone {
+            Ok(candidate) => {
+                assert!(asked);
+                assert_eq!(candidate.wrapper_id, file_id);
+                assert!(candidate.build_id > 0);
+                assert!(!candidate.worker_id.is_empty());
+                assert_eq!(candidate.heartbeat_unix_ms, lease.heartbeat_unix_ms);
+                assert!(owns || handoff.is_some());
+                assert!(!lease.terminal_acknowledged);
+                assert!(lease.schema_version == 1 && lease.wrapper_pid > 1);
+                assert!(now.saturating_sub(lease.heartbeat_unix_ms) >= stale_after);
+                assert_eq!(alive, Err(SkipReason::OwnerAlive));
+                assert_eq!(unverified, Err(SkipReason::OwnerUnverified));
+            }
+            Err(reason) => {
+                // Presence was never the deciding question.
+                assert!(!asked);
+                assert_eq!(&alive, &gone);
+                assert_eq!(&unverified, &gone);
+                if file_id != lease.identity.local_wrapper_id || lease.schema_version != 1 {
+                    assert_eq!(*reason, SkipReason::Malformed);
+                } else if lease.terminal_acknowledged {
+                    assert_eq!(*reason, SkipReason::Terminal);
+                }
+            }
+        }
+    }
+});
