@@ -1,0 +1,268 @@
+#!/usr/bin/env bash
+# Benchmark of rch-sweep at fleet scale (issue #6). Rerun it with:
+#
+#     scripts/bench.sh
+#
+# It prints, with the targets (warm cache, this project's 2-core machine):
+#  1. Scan: for 10k and 100k generated journals, the dry run's wall time
+#     (`rch-sweep --dry-run --quiet --lease-dir DIR`), the time of `cat` over
+#     the same files (the physical floor: every byte read once), their ratio
+#     (target: <= 1.5 at 100k) and the dry run's peak RSS (target: <= 32 MiB
+#     at 100k). Also `cat` over only the files of at most 1 MiB: rch-sweep
+#     refuses the larger ones (0.8 % of them, 80 % of the bytes) after one
+#     fstat, so that is the floor of the bytes it actually reads.
+#     An empty lease directory: a dry run and a real run (lock, state saved;
+#     also with the state on disk, where fsync costs): target <= 5 ms.
+#  2. Concurrency: four candidates on four workers with a fake rch that
+#     sleeps T = 2 s finish in <= 1.2 T; on one worker they take about 4 T.
+#  3. Drain: a child writing 1 GiB to stderr is drained at >= 500 MB/s and
+#     the sweep's peak RSS grows by <= 16 MiB over a child that writes nothing.
+#
+# Needs: hyperfine and /usr/bin/time (Debian packages `hyperfine`, `time`;
+# installed here when run as root, else it says how), python3, cargo.
+# Journals are generated into /dev/shm when it is a tmpfs with room (about
+# 1.8 GB for 100k), else /tmp; BENCH_DIR overrides that. BENCH_COUNTS
+# overrides the sizes (default "10000 100000"). Everything generated is
+# removed at exit.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+counts=${BENCH_COUNTS:-"10000 100000"}
+T=2 # seconds the concurrency fake sleeps
+
+say() { printf '%s\n' "$*"; }
+die() { printf 'bench: %s\n' "$*" >&2; exit 1; }
+
+# ---------------------------------------------------------------- tools
+need_pkgs=()
+command -v hyperfine >/dev/null 2>&1 || need_pkgs+=(hyperfine)
+[ -x /usr/bin/time ] || need_pkgs+=(time)
+if [ ${#need_pkgs[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    say "bench: installing ${need_pkgs[*]} (Debian packages)"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_pkgs[@]}" >/dev/null
+  else
+    die "missing ${need_pkgs[*]}: run 'sudo apt-get update -qq && sudo apt-get install -y ${need_pkgs[*]}'"
+  fi
+fi
+command -v python3 >/dev/null 2>&1 || die "python3 is needed (Debian package python3)"
+
+say "bench: building the release binary and the generator"
+cargo build --release --locked --quiet --bin rch-sweep --example gen-leases
+bin=$PWD/target/release/rch-sweep
+gen=$PWD/target/release/examples/gen-leases
+
+# ---------------------------------------------------------------- where
+max_count=0
+for count in $counts; do
+  if [ "$count" -gt "$max_count" ]; then max_count=$count; fi
+done
+need_kb=$(( max_count * 18 + 65536 )) # about 16 KB a journal on average, plus slack
+pick_base() {
+  if [ -n "${BENCH_DIR:-}" ]; then echo "$BENCH_DIR"; return; fi
+  if [ -d /dev/shm ] && [ -w /dev/shm ] && [ "$(stat -f -c %T /dev/shm)" = tmpfs ]; then
+    local avail_kb
+    avail_kb=$(df -Pk /dev/shm | awk 'NR == 2 { print $4 }')
+    if [ "$avail_kb" -gt "$need_kb" ]; then echo /dev/shm; return; fi
+  fi
+  echo "${TMPDIR:-/tmp}"
+}
+base=$(pick_base)
+root=$(mktemp -d "$base/rch-sweep-bench.XXXXXX")
+cleanup() { rm -rf "$root"; }
+trap cleanup EXIT
+
+# ---------------------------------------------------------------- helpers
+# mean and stddev (seconds) of command N in a hyperfine JSON export.
+stat_of() { # file index field
+  python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["results"][int(sys.argv[2])]; print(r[sys.argv[3]] or 0)' "$1" "$2" "$3"
+}
+ms() { python3 -c 'import sys; print(f"{float(sys.argv[1]) * 1000:.1f}")' "$1"; }
+calc() { python3 -c "import sys; print($1)"; }
+verdict() { # condition-text (python expression)
+  if [ "$(calc "$1")" = True ]; then echo PASS; else echo FAIL; fi
+}
+# Peak RSS in KiB of one run of a command (its exit status is ignored).
+rss_kb() {
+  /usr/bin/time -v -o "$root/time.txt" "$@" >/dev/null 2>&1 || true
+  awk -F': ' '/Maximum resident set size/ { print $2 }' "$root/time.txt"
+}
+# The largest peak RSS of three runs.
+peak_rss_kb() {
+  local best=0 kb
+  for _ in 1 2 3; do
+    kb=$(rss_kb "$@")
+    if [ "$kb" -gt "$best" ]; then best=$kb; fi
+  done
+  echo "$best"
+}
+now_ns() { date +%s%N; }
+# hyperfine with its report kept in a file (shown when it fails).
+hf() { # report-file hyperfine-args...
+  local out=$1
+  shift
+  if ! hyperfine --style basic "$@" >"$out" 2>&1; then
+    cat "$out" >&2
+    die "hyperfine failed"
+  fi
+}
+
+# A candidate journal (from the demo directory) rewritten with a new wrapper
+# id and worker, in `dir`.
+candidate() { # dir worker
+  python3 - "$1" "$2" <<'EOF'
+import json, sys, uuid
+directory, worker = sys.argv[1], sys.argv[2]
+with open("examples/leases/rchw-6f1c3b7e-2a4d-4c8e-9b1f-3e5a7d9c2b10.json") as f:
+    lease = json.load(f)
+wrapper = f"rchw-{uuid.uuid4()}"
+lease["identity"]["local_wrapper_id"] = wrapper
+lease["recovery"]["wrapper_id"] = wrapper
+lease["worker_id"] = worker
+lease["recovery"]["worker"]["id"] = worker
+with open(f"{directory}/{wrapper}.json", "w") as f:
+    json.dump(lease, f, indent=2)
+EOF
+}
+fake() { # path body
+  printf '#!/bin/sh\n%s\n' "$2" >"$1"
+  chmod 755 "$1"
+}
+
+results=()
+record() { results+=("$1"); say "$1"; }
+
+say "bench: $(nproc) cores, $(uname -r), data under $root ($(stat -f -c %T "$root"))"
+say "bench: $("$bin" --version)"
+
+# ---------------------------------------------------------------- 1. scan
+now_ms=$(date +%s%3N)
+for count in $counts; do
+  dir=$root/leases-$count
+  say ""
+  say "== scan: $count journals"
+  "$gen" --count "$count" --dir "$dir" --seed 42 --now-ms "$now_ms" --live-pid $$
+  total_bytes=$(find "$dir" -name '*.json' -printf '%s\n' | awk '{ s += $1 } END { print s }')
+  big=$(find "$dir" -name '*.json' -size +1048576c -printf '%s\n' | awk '{ n++; s += $1 } END { print n + 0, s + 0 }')
+  say "bytes: $total_bytes in all; $big (files, bytes) above 1 MiB, which rch-sweep refuses unread"
+  # Warm the page cache and show what the sweep makes of the directory.
+  find "$dir" -name '*.json' -print0 | xargs -0 cat >/dev/null
+  "$bin" --dry-run --json --lease-dir "$dir" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+print("dry run: scanned", d["scanned"], "candidates", d["candidates"], "skipped", json.dumps(d["skipped"], sort_keys=True))'
+  json=$root/scan-$count.json
+  hf "$root/hyperfine-$count.txt" --warmup 2 --min-runs 5 --export-json "$json" \
+    -n "dry run" "$bin --dry-run --quiet --lease-dir $dir" \
+    -n "cat all" "find $dir -name '*.json' -print0 | xargs -0 cat > /dev/null" \
+    -n "cat <= 1 MiB" "find $dir -name '*.json' -size -1048577c -print0 | xargs -0 cat > /dev/null"
+  dry=$(stat_of "$json" 0 mean); dry_sd=$(stat_of "$json" 0 stddev)
+  cat_all=$(stat_of "$json" 1 mean); cat_all_sd=$(stat_of "$json" 1 stddev)
+  cat_small=$(stat_of "$json" 2 mean)
+  ratio=$(calc "f'{$dry / $cat_all:.2f}'")
+  ratio_small=$(calc "f'{$dry / $cat_small:.2f}'")
+  rss=$(peak_rss_kb "$bin" --dry-run --quiet --lease-dir "$dir")
+  rss_mib=$(calc "f'{$rss / 1024:.1f}'")
+  record "scan $count: dry run $(ms "$dry") ms ± $(ms "$dry_sd"); cat $(ms "$cat_all") ms ± $(ms "$cat_all_sd"); ratio ${ratio}x; peak RSS $rss_mib MiB"
+  record "scan $count: cat of only the <= 1 MiB files (what rch-sweep reads) $(ms "$cat_small") ms; dry run / that = ${ratio_small}x"
+  if [ "$count" = 100000 ]; then
+    record "target 100k dry run <= 1.5x cat: $(verdict "$dry / $cat_all <= 1.5") (${ratio}x)"
+    record "target 100k peak RSS <= 32 MiB: $(verdict "$rss <= 32 * 1024") ($rss_mib MiB)"
+  fi
+  rm -rf "$dir"
+done
+
+# ---------------------------------------------------------------- empty dir
+say ""
+say "== empty lease directory"
+mkdir -p "$root/empty" "$root/empty-state"
+# tmpfs makes fsync free; a timer's state lives on a disk, so the real run is
+# also timed with its state file in /var/tmp when that is not a tmpfs.
+disk_state=
+if [ -d /var/tmp ] && [ -w /var/tmp ] && [ "$(stat -f -c %T /var/tmp)" != tmpfs ]; then
+  disk_state=$(mktemp -d /var/tmp/rch-sweep-bench.XXXXXX)
+  cleanup() { rm -rf "$root" "$disk_state"; }
+fi
+commands=(
+  -n "dry run" "$bin --dry-run --quiet --lease-dir $root/empty"
+  -n "run" "$bin --quiet --lease-dir $root/empty --state-file $root/empty-state/backoff.json --rch /bin/true"
+)
+if [ -n "$disk_state" ]; then
+  commands+=(-n "run, state on disk" "$bin --quiet --lease-dir $root/empty --state-file $disk_state/backoff.json --rch /bin/true")
+fi
+json=$root/empty.json
+hf "$root/hyperfine-empty.txt" -N --warmup 20 --runs 200 --export-json "$json" "${commands[@]}"
+empty_dry=$(stat_of "$json" 0 mean); empty_run=$(stat_of "$json" 1 mean)
+empty_worst=$(calc "max($empty_dry, $empty_run)")
+line="empty dir: dry run $(ms "$empty_dry") ms; real run (lock, state saved) $(ms "$empty_run") ms"
+if [ -n "$disk_state" ]; then
+  empty_disk=$(stat_of "$json" 2 mean)
+  empty_worst=$(calc "max($empty_worst, $empty_disk)")
+  line="$line; real run with the state on disk ($(stat -f -c %T /var/tmp), fsync) $(ms "$empty_disk") ms"
+fi
+record "$line"
+record "target empty dir run <= 5 ms: $(verdict "$empty_worst <= 0.005")"
+
+# ---------------------------------------------------------------- 2. concurrency
+say ""
+say "== concurrency: 4 candidates, fake rch 'sleep $T; exit 1'"
+fake "$root/rch-sleep" "sleep $T; exit 1"
+for layout in four one; do
+  dir=$root/conc-$layout
+  mkdir -p "$dir"
+  for worker in w1 w2 w3 w4; do
+    [ "$layout" = one ] && worker=w1
+    candidate "$dir" "$worker"
+  done
+  state=$root/conc-$layout-state/backoff.json
+  # Once for the record: all four attempted and failed.
+  summary=$("$bin" --json --rch "$root/rch-sleep" --lease-dir "$dir" --state-file "$state" 2>/dev/null || true)
+  python3 -c '
+import json, sys
+d = json.loads(sys.argv[1])
+assert d["attempted"] == 4 and d["failed"] == 4, d
+' "$summary" || die "the concurrency setup did not attempt 4 recoveries: $summary"
+  json=$root/conc-$layout.json
+  hf "$root/hyperfine-conc-$layout.txt" -i --runs 3 --prepare "rm -f $state" --export-json "$json" \
+    -n "$layout" "$bin --quiet --rch $root/rch-sleep --lease-dir $dir --state-file $state"
+  declare "conc_$layout=$(stat_of "$json" 0 mean)"
+done
+record "concurrency: 4 workers $(calc "f'{$conc_four:.2f}'") s = $(calc "f'{$conc_four / $T:.2f}'") T; 1 worker $(calc "f'{$conc_one:.2f}'") s = $(calc "f'{$conc_one / $T:.2f}'") T (T = $T s)"
+record "target 4 workers <= 1.2 T: $(verdict "$conc_four <= 1.2 * $T"); 1 worker about 4 T: $(verdict "3.8 * $T <= $conc_one <= 4.4 * $T")"
+
+# ---------------------------------------------------------------- 3. drain
+say ""
+say "== drain: one candidate, fake rch writes 1 GiB to stderr"
+dir=$root/drain
+mkdir -p "$dir"
+candidate "$dir" w1
+fake "$root/rch-flood" "head -c 1073741824 /dev/zero >&2; exit 1"
+fake "$root/rch-quiet" "exit 1"
+state=$root/drain-state/backoff.json
+measure() { # fake -> "wall_seconds rss_kb"
+  rm -f "$state"
+  local start end kb
+  start=$(now_ns)
+  kb=$(rss_kb "$bin" --quiet --rch "$1" --lease-dir "$dir" --state-file "$state")
+  end=$(now_ns)
+  echo "$(calc "($end - $start) / 1e9") $kb"
+}
+best_rate=0; worst_rate=999999; flood_rss=0; quiet_rss=0
+for run in 1 2 3; do
+  read -r wall kb < <(measure "$root/rch-flood")
+  rate=$(calc "f'{1073741824 / $wall / 1e6:.0f}'")
+  say "flood run $run: $(calc "f'{$wall:.3f}'") s, $rate MB/s, peak RSS $kb KiB"
+  if [ "$rate" -gt "$best_rate" ]; then best_rate=$rate; fi
+  if [ "$rate" -lt "$worst_rate" ]; then worst_rate=$rate; fi
+  if [ "$kb" -gt "$flood_rss" ]; then flood_rss=$kb; fi
+  read -r wall kb < <(measure "$root/rch-quiet")
+  say "quiet run $run: $(calc "f'{$wall:.3f}'") s, peak RSS $kb KiB"
+  if [ "$kb" -gt "$quiet_rss" ]; then quiet_rss=$kb; fi
+done
+growth=$(( flood_rss - quiet_rss ))
+record "drain: 1 GiB of stderr at $worst_rate to $best_rate MB/s (3 whole runs); peak RSS $flood_rss KiB vs $quiet_rss KiB with a silent child: $(printf '%+d' "$growth") KiB"
+record "target drain >= 500 MB/s: $(verdict "$worst_rate >= 500"); RSS growth <= 16 MiB: $(verdict "$growth <= 16 * 1024")"
+
+say ""
+say "== summary"
+printf '%s\n' "${results[@]}"
