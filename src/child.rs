@@ -124,7 +124,8 @@ impl ChildReport {
 /// The end of stderr as one short printable string. The tail was cut at an
 /// arbitrary byte, so it may start inside a UTF-8 sequence; those leading
 /// continuation bytes are dropped and anything else that is not UTF-8 is
-/// replaced, so a binary or truncated tail still prints.
+/// replaced, so a binary or truncated tail still prints. Control characters
+/// are replaced too: the text reaches terminals and the state file.
 pub fn diagnostic(tail: &[u8]) -> String {
     // A UTF-8 sequence has at most three continuation bytes after its lead.
     let cut = tail
@@ -139,7 +140,7 @@ pub fn diagnostic(tail: &[u8]) -> String {
         .rev()
         .nth(DIAGNOSTIC_CHARS - 1)
         .map_or(0, |(index, _)| index);
-    text[start..].trim_start().to_owned()
+    crate::log::printable(text[start..].trim_start()).into_owned()
 }
 
 /// The child could not be started at all, as opposed to a child that ran and

@@ -6,6 +6,7 @@
 //! the device and inode of the journal's stream, and stderr must be that very
 //! file; the variable alone is inherited by children and proves nothing.
 
+use std::borrow::Cow;
 use std::fmt::Display;
 use std::io::Write;
 use std::sync::OnceLock;
@@ -63,12 +64,28 @@ pub fn info(message: impl Display) {
     emit(Level::Info, &message);
 }
 
+/// Text from outside (a child's stderr, a file name, a stored error) made
+/// safe for a terminal: control characters other than newline and tab are
+/// replaced, so no escape sequence can retitle, clear or rewrite the screen.
+pub fn printable(text: &str) -> Cow<'_, str> {
+    let unsafe_char = |c: char| c.is_control() && c != '\n' && c != '\t';
+    if text.chars().any(unsafe_char) {
+        Cow::Owned(
+            text.chars()
+                .map(|c| if unsafe_char(c) { '\u{fffd}' } else { c })
+                .collect(),
+        )
+    } else {
+        Cow::Borrowed(text)
+    }
+}
+
 fn emit(level: Level, message: &dyn Display) {
     let (quiet, journald) = MODE.get().map_or((false, false), |m| (m.quiet, m.journald));
     if quiet && level != Level::Error {
         return;
     }
-    let text = format_lines(level, journald, &message.to_string());
+    let text = format_lines(level, journald, &printable(&message.to_string()));
     // Nothing sensible is left to do when stderr itself fails.
     let _ = std::io::stderr().lock().write_all(text.as_bytes());
 }
@@ -123,6 +140,16 @@ mod tests {
             "rch-sweep: warning: w\n"
         );
         assert_eq!(format_lines(Level::Info, true, "i"), "<6>rch-sweep: i\n");
+    }
+
+    #[test]
+    fn control_characters_cannot_reach_the_terminal() {
+        assert_eq!(printable("plain\ttext\n"), "plain\ttext\n");
+        assert_eq!(
+            printable("boom\u{1b}]0;owned\u{7}\u{1b}[2J\0x\r"),
+            "boom\u{fffd}]0;owned\u{fffd}\u{fffd}[2J\u{fffd}x\u{fffd}"
+        );
+        assert!(matches!(printable("é ok"), Cow::Borrowed(_)));
     }
 
     #[test]

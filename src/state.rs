@@ -8,6 +8,7 @@ use crate::exit::{ExitCode, Fatal};
 use crate::fsio;
 use serde::Deserialize;
 use std::io::{self, Read};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 /// A state file larger than this is treated as corrupt (moved aside): even
@@ -48,7 +49,13 @@ pub enum Found {
 
 /// Reads the state file without changing anything.
 pub fn read(path: &Path) -> io::Result<Found> {
-    let file = match std::fs::File::open(path) {
+    // O_NONBLOCK: a FIFO put at the path must not hang the run (and with
+    // it the lock); the type is checked on the opened descriptor.
+    let file = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+    {
         Ok(file) => file,
         Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(Found::Missing),
         Err(error) => return Err(error),
@@ -168,6 +175,16 @@ mod tests {
             );
         }
         assert_eq!(decode(br#"{"version": 1}"#), Ok(Backoff::empty()));
+    }
+
+    #[test]
+    fn a_fifo_at_the_path_is_corrupt_not_a_hang() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("backoff.json");
+        let c_path = std::ffi::CString::new(path.to_str().expect("utf8")).expect("cstring");
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+        assert!(matches!(read(&path).expect("read"), Found::Corrupt(_)));
     }
 
     #[test]

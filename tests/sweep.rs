@@ -665,3 +665,34 @@ fn a_grandchild_holding_stderr_is_bounded_by_the_deadline_and_killed() {
         "the grandchild survived the group kill"
     );
 }
+
+#[test]
+fn escape_sequences_from_the_child_never_reach_the_terminal_or_the_state() {
+    let world = World::new();
+    let journal = Journal::stale("hz4", 2 * HOUR_MS);
+    world.add(&journal);
+    let rch = world.script(
+        "rch",
+        "printf 'boom\\033]0;owned\\007\\033[2J done\\n' >&2\nexit 1",
+    );
+    let output = world.run(&["--rch", rch.to_str().expect("utf8")]);
+    assert_eq!(output.status.code(), Some(1));
+    let message = stderr(&output);
+    assert!(message.contains("boom"), "{message}");
+    assert!(
+        !message.contains('\u{1b}') && !message.contains('\u{7}'),
+        "{message:?}"
+    );
+    let stored = world.state()["leases"][&journal.id]["last_error"]
+        .as_str()
+        .expect("last error")
+        .to_owned();
+    assert!(stored.ends_with("[2J done"), "{stored:?}");
+    assert!(!stored.contains('\u{1b}'), "{stored:?}");
+    let status = World::bare_command()
+        .args(["status", "--state-file"])
+        .arg(world.state_file())
+        .output()
+        .expect("status");
+    assert!(!stdout(&status).contains('\u{1b}'));
+}

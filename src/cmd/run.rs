@@ -436,7 +436,7 @@ fn print(run: &Run, summary: &Summary) {
     } else if run.args.quiet {
         return;
     } else {
-        summary.human(run.args.verbose)
+        log::printable(&summary.human(run.args.verbose)).into_owned()
     };
     // A closed stdout (`| head`) is not worth failing the run over.
     let _ = std::io::stdout().lock().write_all(text.as_bytes());

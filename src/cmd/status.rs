@@ -19,7 +19,8 @@ pub fn run(args: StatusArgs) -> Result<ExitCode> {
     let text = if args.json {
         json(&backoff, now)
     } else {
-        human(&backoff, now, &state_file.display().to_string())
+        // Stored errors came from children: never print them raw.
+        crate::log::printable(&human(&backoff, now, &state_file.display().to_string())).into_owned()
     };
     let _ = std::io::stdout().lock().write_all(text.as_bytes());
     Ok(ExitCode::Success)
