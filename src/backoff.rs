@@ -7,6 +7,17 @@
 use crate::judge::Candidate;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashSet};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Wall-clock now in Unix milliseconds, the unit of every time in the state
+/// file (0 for a clock before 1970).
+pub fn now_unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| {
+            u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+        })
+}
 
 /// The state file's format version this build reads and writes.
 pub const VERSION: u64 = 1;

@@ -2,12 +2,13 @@
 //! run `rch jobs recover`, and count success only when the journal read back
 //! shows the delivery and the daemon's receipt.
 
+use crate::backoff::now_unix_ms;
 use crate::child::{self, ChildSpec, Ending};
 use crate::journal::{LeaseDir, ReadFailure};
 use crate::judge::{self, Candidate};
 use std::ffi::OsString;
 use std::path::PathBuf;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 pub const ADMISSION_CHANGED: &str =
     "recovery admission changed after scanning; client was not started";
@@ -49,16 +50,9 @@ impl Attempt {
         Attempt {
             outcome,
             duration,
-            ended_unix_ms: unix_ms(SystemTime::now()),
+            ended_unix_ms: now_unix_ms(),
         }
     }
-}
-
-/// Milliseconds since the Unix epoch (0 for a clock before 1970).
-pub fn unix_ms(time: SystemTime) -> u64 {
-    time.duration_since(UNIX_EPOCH).map_or(0, |since| {
-        u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
-    })
 }
 
 /// Runs the whole recovery of `candidate` on the calling thread. The child's

@@ -5,14 +5,14 @@
 //! thread) and reports back over a channel. The state file is written once,
 //! at the end, also after a signal.
 
-use crate::backoff::Backoff;
+use crate::backoff::{Backoff, now_unix_ms};
 use crate::cli::RunArgs;
 use crate::exit::{ExitCode, Fatal};
 use crate::judge::Candidate;
 use crate::lock;
 use crate::owner::ProcFs;
 use crate::plan::{self, Queue, Slot};
-use crate::recover::{self, Attempt, unix_ms};
+use crate::recover::{self, Attempt};
 use crate::report::{LeaseLine, Outcome, Summary};
 use crate::scan::{self, Scan, ScanError, ScanOptions};
 use crate::state::Loaded;
@@ -20,7 +20,7 @@ use crate::{config, fsio, log, metrics, signals, state};
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 /// How often the main loop looks at the signal flag while recoveries run.
 const POLL: Duration = Duration::from_millis(100);
@@ -54,7 +54,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         lease_dir,
         state_file,
         started: Instant::now(),
-        now_unix_ms: unix_ms(SystemTime::now()),
+        now_unix_ms: now_unix_ms(),
     };
     check_lease_dir(&run.lease_dir)?;
     if run.dry_run {
@@ -68,23 +68,31 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
 /// a missing one is fine (nothing to do).
 fn check_lease_dir(lease_dir: &Path) -> Result<()> {
     match std::fs::metadata(lease_dir) {
-        Ok(meta) if !meta.is_dir() => Err(Fatal::error(
-            ExitCode::Config,
-            format!(
-                "lease directory {} is not a directory; point --lease-dir / RCH_SWEEP_LEASE_DIR at rch's job-leases folder",
-                lease_dir.display()
-            ),
-        )),
+        Ok(meta) if !meta.is_dir() => Err(not_a_directory(lease_dir)),
         Ok(_) => Ok(()),
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(error) => Err(Fatal::error(
-            ExitCode::Io,
-            format!(
-                "cannot read lease directory {}: {error}; check its permissions",
-                lease_dir.display()
-            ),
-        )),
+        Err(error) => Err(unreadable_lease_dir(lease_dir, &error)),
     }
+}
+
+fn not_a_directory(lease_dir: &Path) -> anyhow::Error {
+    Fatal::error(
+        ExitCode::Config,
+        format!(
+            "lease directory {} is not a directory; point --lease-dir / RCH_SWEEP_LEASE_DIR at rch's job-leases folder",
+            lease_dir.display()
+        ),
+    )
+}
+
+fn unreadable_lease_dir(lease_dir: &Path, error: &std::io::Error) -> anyhow::Error {
+    Fatal::error(
+        ExitCode::Io,
+        format!(
+            "cannot read lease directory {}: {error}; check its permissions and the disk",
+            lease_dir.display()
+        ),
+    )
 }
 
 fn scan_leases(run: &Run) -> Result<Scan> {
@@ -93,19 +101,12 @@ fn scan_leases(run: &Run) -> Result<Scan> {
         stale_after_ms: run.args.stale_after.saturating_mul(1000),
         keep_skipped: run.args.verbose,
     };
-    let scan = scan::scan(&run.lease_dir, &options, &ProcFs::system()).map_err(|error| {
-        let dir = run.lease_dir.display();
-        match error {
-            ScanError::NotADirectory => Fatal::error(
-                ExitCode::Config,
-                format!("lease directory {dir} is not a directory; point --lease-dir at rch's job-leases folder"),
-            ),
-            ScanError::Io(error) => Fatal::error(
-                ExitCode::Io,
-                format!("cannot read lease directory {dir}: {error}; check its permissions and the disk"),
-            ),
-        }
-    })?;
+    // The path was checked up front; these cover it changing since.
+    let scan =
+        scan::scan(&run.lease_dir, &options, &ProcFs::system()).map_err(|error| match error {
+            ScanError::NotADirectory => not_a_directory(&run.lease_dir),
+            ScanError::Io(error) => unreadable_lease_dir(&run.lease_dir, &error),
+        })?;
     if scan.dir_missing {
         log::info(format!(
             "lease directory {} does not exist; nothing to do",
@@ -200,7 +201,7 @@ fn sweep(run: &Run) -> Result<ExitCode> {
     let signal = signals::received();
     let (leases, mut exit_code) = record(run, &scan.candidates, attempts, &mut backoff, signal);
     if exit_code == ExitCode::Success {
-        backoff.last_success_unix_ms = Some(unix_ms(SystemTime::now()));
+        backoff.last_success_unix_ms = Some(now_unix_ms());
     }
     if let Err(error) = state::save(&run.state_file, &backoff) {
         log::error(format!(

@@ -1,21 +1,18 @@
 //! `rch-sweep status`: the backoff entries of the state file, for people or
 //! as JSON with a `due` flag. Reads only; takes no lock.
 
-use crate::backoff::Backoff;
+use crate::backoff::{Backoff, now_unix_ms};
 use crate::cli::StatusArgs;
 use crate::exit::ExitCode;
 use crate::report::span;
 use crate::state;
 use anyhow::Result;
 use std::io::Write;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 pub fn run(args: StatusArgs) -> Result<ExitCode> {
     let (_, state_file) = super::resolve_paths(&args.paths);
     let backoff = state::load_existing(&state_file)?.unwrap_or_else(Backoff::empty);
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    let now = now_unix_ms();
     let text = if args.json {
         json(&backoff, now)
     } else {
