@@ -36,6 +36,26 @@ pub enum LeaseState {
     Abandoned,
 }
 
+/// rch's native owner identity (`process_identity.rs`): the boot it ran in
+/// and when it started. Its validity (canonical boot id, a platform this
+/// machine can observe) is judged by `owner`, not here: only the shape is
+/// rch's to demand.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct ProcessIdentity {
+    pub boot_id: String,
+    pub start: ProcessStart,
+}
+
+/// How rch records a process start, tagged by `platform`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(tag = "platform", rename_all = "snake_case")]
+pub enum ProcessStart {
+    /// `/proc/<pid>/stat` field 22.
+    Linux { ticks: u64 },
+    /// macOS process start time; never observable on Linux.
+    Darwin { seconds: u64, microseconds: u32 },
+}
+
 /// The fields of rch's journal that the decisions need. The required ones
 /// are the ones rch itself requires, so a journal rch would refuse to load
 /// is `malformed` here rather than a recovery that fails forever.
@@ -48,10 +68,10 @@ pub struct DurableJobLease {
     pub process_start_ticks: Option<u64>,
     #[serde(default)]
     pub boot_id: Option<String>,
-    /// Kept untyped: an unexpected shape makes the owner unverified, not the
-    /// whole journal malformed.
+    /// Typed as rch types it: a shape rch cannot deserialize makes the whole
+    /// journal `malformed`, since `rch jobs recover` could not even load it.
     #[serde(default)]
-    pub process_birth: Option<serde_json::Value>,
+    pub process_birth: Option<ProcessIdentity>,
     pub state: LeaseState,
     pub phase: String,
     #[serde(default)]
@@ -260,5 +280,55 @@ mod tests {
         assert!(parse(deep.as_bytes()).is_err());
         let deep_recipe = format!(r#"{{"recovery": {}}}"#, "[".repeat(100_000));
         assert!(parse(deep_recipe.as_bytes()).is_err());
+    }
+
+    fn with_birth(birth: &str) -> String {
+        format!(
+            r#"{{"schema_version": 1, "identity": {{"local_wrapper_id": "rchw-x"}},
+               "wrapper_pid": 5, "process_birth": {birth}, "state": "running",
+               "phase": "execute", "heartbeat_unix_ms": 0, "strict_remote": false,
+               "self_healing_enabled": true, "command_fingerprint": "blake3:x",
+               "terminal_acknowledged": false}}"#
+        )
+    }
+
+    #[test]
+    fn process_birth_must_have_rchs_shape() {
+        let boot = "3f1c2a9e-5b7d-4e2a-9c1f-0a1b2c3d4e5f";
+        for (birth, expected) in [
+            ("null".to_owned(), None),
+            (
+                format!(r#"{{"boot_id": "{boot}", "start": {{"platform": "linux", "ticks": 7}}}}"#),
+                Some(ProcessStart::Linux { ticks: 7 }),
+            ),
+            (
+                format!(
+                    r#"{{"boot_id": "{boot}", "start": {{"platform": "darwin", "seconds": 1, "microseconds": 2}}}}"#
+                ),
+                Some(ProcessStart::Darwin {
+                    seconds: 1,
+                    microseconds: 2,
+                }),
+            ),
+        ] {
+            let lease = parse(with_birth(&birth).as_bytes()).expect(&birth);
+            assert_eq!(lease.process_birth.map(|b| b.start), expected, "{birth}");
+        }
+        for bad in [
+            format!(r#""{boot}:123""#),
+            format!(r#"{{"boot_id": "{boot}", "start": {{"platform": "linux", "ticks": -1}}}}"#),
+            format!(r#"{{"boot_id": "{boot}", "start": {{"platform": "windows", "ticks": 1}}}}"#),
+            format!(r#"{{"boot_id": "{boot}", "start": {{"ticks": 1}}}}"#),
+            format!(r#"{{"boot_id": "{boot}", "start": {{"platform": "linux"}}}}"#),
+            format!(
+                r#"{{"boot_id": "{boot}", "start": {{"platform": "darwin", "seconds": 1, "microseconds": 4294967296}}}}"#
+            ),
+            r#"{"start": {"platform": "linux", "ticks": 1}}"#.to_owned(),
+            r#"{"boot_id": 5, "start": {"platform": "linux", "ticks": 1}}"#.to_owned(),
+            "[]".to_owned(),
+            "7".to_owned(),
+        ] {
+            assert!(parse(with_birth(&bad).as_bytes()).is_err(), "{bad}");
+        }
     }
 }

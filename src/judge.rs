@@ -116,6 +116,13 @@ pub fn settled_handoff(lease: &DurableJobLease) -> Option<i32> {
         .and_then(|code| i32::try_from(code).ok())
 }
 
+/// What rch's `DurableLeaseWriter::load` demands beyond the JSON shape:
+/// schema 1, and the id inside equal to the file's name. A journal failing
+/// this is one `rch jobs recover` would refuse to load.
+pub fn is_loadable(file_id: &str, lease: &DurableJobLease) -> bool {
+    lease.schema_version == 1 && lease.identity.local_wrapper_id == file_id
+}
+
 /// Judges one parsed journal found as `<file_id>.json`. `presence` is called
 /// only for a stale, unacknowledged, owning, admitted journal with a real PID,
 /// so `/proc` is read for the few journals that can become candidates.
@@ -126,7 +133,7 @@ pub fn judge(
     stale_after_ms: u64,
     presence: impl FnOnce(u32, &Recorded) -> Presence,
 ) -> Result<Candidate, SkipReason> {
-    if lease.schema_version != 1 || lease.identity.local_wrapper_id != file_id {
+    if !is_loadable(file_id, &lease) {
         return Err(SkipReason::Malformed);
     }
     if lease.terminal_acknowledged {
@@ -484,8 +491,13 @@ mod tests {
             |l| l.process_start_ticks = Some(124),
             |l| l.boot_id = None,
             |l| {
-                l.process_birth = Some(json!({"boot_id": "3f1c2a9e-5b7d-4e2a-9c1f-0a1b2c3d4e5f",
-                    "start": {"platform": "darwin", "seconds": 1791280000, "microseconds": 1}}))
+                l.process_birth = Some(crate::journal::ProcessIdentity {
+                    boot_id: "3f1c2a9e-5b7d-4e2a-9c1f-0a1b2c3d4e5f".into(),
+                    start: crate::journal::ProcessStart::Darwin {
+                        seconds: 1791280000,
+                        microseconds: 1,
+                    },
+                })
             },
             |l| l.command_fingerprint = "blake3:other".into(),
         ];

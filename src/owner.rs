@@ -8,8 +8,7 @@
 //! The `/proc` root is injectable so tests can present a foreign PID
 //! namespace, a zombie or a reused PID.
 
-use crate::journal::{DurableJobLease, is_canonical_uuid};
-use serde_json::Value;
+use crate::journal::{DurableJobLease, ProcessStart, is_canonical_uuid};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -43,7 +42,17 @@ pub enum Recorded {
 impl Recorded {
     pub fn of(lease: &DurableJobLease) -> Recorded {
         if let Some(birth) = &lease.process_birth {
-            return linux_birth(birth).unwrap_or(Recorded::Invalid);
+            return match birth.start {
+                ProcessStart::Linux { ticks } if is_canonical_uuid(&birth.boot_id) => {
+                    Recorded::Linux {
+                        boot_id: birth.boot_id.clone(),
+                        ticks,
+                    }
+                }
+                // A non-canonical boot id, or a start this machine cannot
+                // observe (darwin): present but unusable, never a fallback.
+                _ => Recorded::Invalid,
+            };
         }
         match (&lease.boot_id, lease.process_start_ticks) {
             (None, None) => Recorded::None,
@@ -54,18 +63,6 @@ impl Recorded {
             _ => Recorded::Invalid,
         }
     }
-}
-
-fn linux_birth(birth: &Value) -> Option<Recorded> {
-    let boot_id = birth.get("boot_id")?.as_str()?;
-    let start = birth.get("start")?;
-    if start.get("platform")?.as_str()? != "linux" || !is_canonical_uuid(boot_id) {
-        return None;
-    }
-    Some(Recorded::Linux {
-        boot_id: boot_id.to_owned(),
-        ticks: start.get("ticks")?.as_u64()?,
-    })
 }
 
 /// A view of `/proc`. The own-PID check and the boot id are read once, on
@@ -93,11 +90,17 @@ impl ProcFs {
         }
     }
 
-    /// Whether process `pid` is the owner the journal recorded.
+    /// Whether process `pid` is the owner the journal recorded. The evidence
+    /// is read in rch's own order (`observe_process`): our PID namespace,
+    /// then this machine's boot id, then `/proc/<pid>/stat`; so a missing PID
+    /// proves nothing until the boot id could be read.
     pub fn presence(&self, pid: u32, recorded: &Recorded) -> Presence {
         if pid > i32::MAX as u32 || !self.is_own_namespace() {
             return Presence::Unverified;
         }
+        let Some(current_boot) = self.boot_id() else {
+            return Presence::Unverified;
+        };
         let stat = match std::fs::read(self.root.join(pid.to_string()).join("stat")) {
             Ok(stat) => stat,
             Err(error) if error.kind() == io::ErrorKind::NotFound => return Presence::Gone,
@@ -122,12 +125,9 @@ impl ProcFs {
             Recorded::Linux {
                 boot_id,
                 ticks: recorded_ticks,
-            } => match self.boot_id() {
-                None => Presence::Unverified,
-                Some(current) if current == boot_id && ticks == *recorded_ticks => Presence::Alive,
-                // Another boot, or the PID was reused by a later process.
-                Some(_) => Presence::Gone,
-            },
+            } if boot_id == current_boot && ticks == *recorded_ticks => Presence::Alive,
+            // Another boot, or the PID was reused by a later process.
+            Recorded::Linux { .. } => Presence::Gone,
         }
     }
 
@@ -147,8 +147,9 @@ impl ProcFs {
             .get_or_init(|| {
                 let text =
                     std::fs::read_to_string(self.root.join("sys/kernel/random/boot_id")).ok()?;
-                let text = text.trim();
-                is_canonical_uuid(text).then(|| text.to_owned())
+                // rch parses it as a UUID; compare in canonical form.
+                let uuid = uuid::Uuid::try_parse(text.trim()).ok()?;
+                Some(uuid.hyphenated().to_string())
             })
             .as_deref()
     }
@@ -182,6 +183,7 @@ fn parse_stat(stat: &[u8]) -> Option<Stat> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::journal::ProcessIdentity;
 
     const BOOT: &str = "3f1c2a9e-5b7d-4e2a-9c1f-0a1b2c3d4e5f";
 
@@ -395,24 +397,36 @@ mod tests {
         upper.boot_id = Some(BOOT.to_uppercase());
         assert_eq!(Recorded::of(&upper), Recorded::Invalid);
 
-        let mut birth = legacy.clone();
-        birth.process_birth = Some(serde_json::json!(
-            {"boot_id": BOOT, "start": {"platform": "linux", "ticks": 11}}
-        ));
-        assert_eq!(Recorded::of(&birth), linux(11));
-
-        let mut darwin = legacy.clone();
-        darwin.process_birth = Some(serde_json::json!(
-            {"boot_id": BOOT, "start": {"platform": "darwin", "seconds": 1, "microseconds": 2}}
-        ));
+        let birth = |boot: &str, start: ProcessStart| {
+            let mut lease = legacy.clone();
+            lease.process_birth = Some(ProcessIdentity {
+                boot_id: boot.into(),
+                start,
+            });
+            Recorded::of(&lease)
+        };
+        assert_eq!(birth(BOOT, ProcessStart::Linux { ticks: 11 }), linux(11));
+        let darwin = ProcessStart::Darwin {
+            seconds: 1,
+            microseconds: 2,
+        };
+        assert_eq!(birth(BOOT, darwin), Recorded::Invalid, "no fallback");
         assert_eq!(
-            Recorded::of(&darwin),
+            birth(&BOOT.to_uppercase(), ProcessStart::Linux { ticks: 11 }),
             Recorded::Invalid,
-            "no fallback to legacy"
+            "no fallback"
         );
+    }
 
-        let mut odd = legacy;
-        odd.process_birth = Some(serde_json::json!("3f1c2a9e:123"));
-        assert_eq!(Recorded::of(&odd), Recorded::Invalid);
+    #[test]
+    fn without_a_boot_id_even_a_missing_pid_proves_nothing() {
+        let proc = FakeProc::new(100);
+        std::fs::remove_file(proc.dir.path().join("sys/kernel/random/boot_id")).expect("rm");
+        for recorded in [Recorded::None, linux(1)] {
+            assert_eq!(
+                proc.view(100).presence(4242, &recorded),
+                Presence::Unverified
+            );
+        }
     }
 }
