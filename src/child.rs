@@ -196,6 +196,52 @@ pub fn reset_sigchld() {
     }
 }
 
+/// The soft limit on open descriptors: above it no descriptor can be open.
+/// Read before forking, since the child may only make plain syscalls.
+#[cfg(target_os = "linux")]
+fn open_file_limit() -> libc::c_int {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `limit` is a valid, writable rlimit for the call.
+    let rc = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) };
+    if rc != 0 || limit.rlim_cur == libc::RLIM_INFINITY {
+        return 1 << 20; // Linux's own ceiling (fs.nr_open default).
+    }
+    libc::c_int::try_from(limit.rlim_cur).unwrap_or(libc::c_int::MAX)
+}
+
+/// Marks every descriptor but 0, 1 and 2 close-on-exec, in the forked child.
+/// rch-sweep may itself have inherited descriptors (from cron, a CI runner,
+/// a shell) that `rch` and its ssh helpers must not see. Close-on-exec
+/// rather than close, so std's own exec-error pipe keeps working. Kernels
+/// before 5.11 lack `CLOSE_RANGE_CLOEXEC`: then each descriptor up to the
+/// limit is marked with `fcntl`, which is slower but equally safe.
+///
+/// # Safety
+/// Only for a `pre_exec` closure: it makes raw syscalls and nothing else.
+#[cfg(target_os = "linux")]
+unsafe fn cloexec_above_stdio(fd_limit: libc::c_int) {
+    // SAFETY: close_range takes plain integers; on failure it changes nothing.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            3 as libc::c_uint,
+            libc::c_uint::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        )
+    };
+    if rc == 0 {
+        return;
+    }
+    for fd in 3..fd_limit {
+        // SAFETY: F_SETFD on a descriptor that is not open fails with EBADF
+        // and has no other effect; FD_CLOEXEC is the only descriptor flag.
+        unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+    }
+}
+
 /// Runs the child to completion under `deadline`, which covers both its exit
 /// and the EOF of its stderr, and kills its whole process group when the
 /// deadline passes or `stop` (polled about every 50 ms) returns true.
@@ -231,10 +277,11 @@ pub fn run(
     {
         // SAFETY: getpid has no preconditions and cannot fail.
         let parent = unsafe { libc::getpid() };
+        let fd_limit = open_file_limit();
         // SAFETY: the closure runs in the forked child before exec, where only
-        // async-signal-safe work is allowed. It calls only `prctl` and
-        // `getppid` (both plain syscalls), captures a `pid_t` by copy, and
-        // builds its errors from raw errnos, which does not allocate.
+        // async-signal-safe work is allowed. It calls only `prctl`, `getppid`,
+        // `close_range` and `fcntl` (all plain syscalls), captures integers by
+        // copy, and builds its errors from raw errnos, which does not allocate.
         unsafe {
             command.pre_exec(move || {
                 if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
@@ -245,6 +292,7 @@ pub fn run(
                 if libc::getppid() != parent {
                     return Err(io::Error::from_raw_os_error(libc::ESRCH));
                 }
+                cloexec_above_stdio(fd_limit);
                 Ok(())
             });
         }

@@ -11,6 +11,9 @@ else $XDG_STATE_HOME/rch/job-leases, else $HOME/.local/state/rch/job-leases, els
 const STATE_FILE_HELP: &str =
     "Persisted per-lease backoff [default: <parent of the lease dir>/rch-sweep/backoff.json]";
 
+const RCH_HELP: &str = "The client that performs a recovery; a bare name is looked up on PATH \
+[default: rch on PATH, else $HOME/.local/bin/rch, else $HOME/.cargo/bin/rch]";
+
 /// The environment variables that stand in for flags. An empty one counts
 /// as unset (SPEC), which clap alone would read as an empty value.
 pub const ENV_VARS: [&str; 5] = [
@@ -71,14 +74,8 @@ pub struct RunArgs {
     #[command(flatten)]
     pub paths: Paths,
 
-    /// The client that performs a recovery (a name is looked up on PATH)
-    #[arg(
-        long,
-        value_name = "PATH",
-        env = "RCH_SWEEP_RCH",
-        default_value = "rch"
-    )]
-    pub rch: PathBuf,
+    #[arg(long, value_name = "PATH", env = "RCH_SWEEP_RCH", help = RCH_HELP)]
+    pub rch: Option<PathBuf>,
 
     /// Handed to the child as RCH_SOCKET_PATH when set
     #[arg(long, value_name = "PATH", env = "RCH_SOCKET_PATH")]

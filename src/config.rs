@@ -42,39 +42,66 @@ pub fn default_state_file(lease_dir: &Path) -> PathBuf {
     parent.join("rch-sweep").join("backoff.json")
 }
 
-/// Finds the `rch` to run: a value with a `/` is a path, a bare name is looked
-/// up on `path_var` as a shell would. The error says what was looked for.
-pub fn resolve_rch(value: &Path, path_var: Option<&OsStr>) -> Result<PathBuf, String> {
-    if value.as_os_str().is_empty() {
-        return Err("--rch is empty; pass the path of the rch client".to_owned());
-    }
-    if value.components().count() > 1 || value.is_absolute() {
-        return if is_executable(value) {
-            Ok(value.to_path_buf())
-        } else if value.exists() {
-            Err(format!(
-                "{} is not an executable file; fix --rch / RCH_SWEEP_RCH",
-                value.display()
-            ))
-        } else {
-            Err(format!(
-                "{} does not exist; install rch or point --rch / RCH_SWEEP_RCH at it",
-                value.display()
-            ))
-        };
-    }
-    let searched = path_var.unwrap_or_default();
-    std::env::split_paths(searched)
+/// Finds the `rch` to run. An explicit value (`--rch` / `RCH_SWEEP_RCH`)
+/// with a `/` is a path; a bare name is looked up on `PATH` as a shell
+/// would. Without one, `rch` is looked up on `PATH`, then where rch's
+/// installers put it (`$HOME/.local/bin`, `$HOME/.cargo/bin`), since a
+/// timer's `PATH` rarely holds either. The error lists every place tried.
+pub fn resolve_rch(
+    explicit: Option<&Path>,
+    path_var: Option<&OsStr>,
+    home: Option<&OsStr>,
+) -> Result<PathBuf, String> {
+    let name = match explicit {
+        Some(value) if value.as_os_str().is_empty() => {
+            return Err("--rch is empty; pass the path of the rch client".to_owned());
+        }
+        Some(value) if value.components().count() > 1 || value.is_absolute() => {
+            return resolve_path(value);
+        }
+        Some(value) => value,
+        None => Path::new("rch"),
+    };
+    let mut tried: Vec<PathBuf> = std::env::split_paths(path_var.unwrap_or_default())
         .filter(|dir| !dir.as_os_str().is_empty())
-        .map(|dir| dir.join(value))
-        .find(|candidate| is_executable(candidate))
-        .ok_or_else(|| {
-            format!(
-                "`{}` was not found on PATH ({}); install rch or pass --rch PATH / RCH_SWEEP_RCH",
-                value.display(),
-                searched.to_string_lossy()
-            )
-        })
+        .map(|dir| dir.join(name))
+        .collect();
+    if explicit.is_none()
+        && let Some(home) = home.filter(|home| !home.is_empty())
+    {
+        let home = Path::new(home);
+        tried.push(home.join(".local/bin/rch"));
+        tried.push(home.join(".cargo/bin/rch"));
+    }
+    if let Some(found) = tried.iter().find(|candidate| is_executable(candidate)) {
+        return Ok(found.clone());
+    }
+    let places: Vec<String> = tried.iter().map(|p| p.display().to_string()).collect();
+    Err(format!(
+        "`{}` was not found (looked in: {}); install rch or pass --rch PATH / set RCH_SWEEP_RCH",
+        name.display(),
+        if places.is_empty() {
+            "nowhere: PATH is empty and HOME unset".to_owned()
+        } else {
+            places.join(", ")
+        }
+    ))
+}
+
+fn resolve_path(value: &Path) -> Result<PathBuf, String> {
+    if is_executable(value) {
+        Ok(value.to_path_buf())
+    } else if value.exists() {
+        Err(format!(
+            "{} is not an executable file; fix --rch / RCH_SWEEP_RCH",
+            value.display()
+        ))
+    } else {
+        Err(format!(
+            "{} does not exist; install rch or point --rch / RCH_SWEEP_RCH at it",
+            value.display()
+        ))
+    }
 }
 
 fn is_executable(path: &Path) -> bool {
@@ -143,23 +170,62 @@ mod tests {
         std::fs::set_permissions(&rch, std::fs::Permissions::from_mode(0o755)).expect("chmod");
         let path_var = std::env::join_paths(["/nonexistent", dir.path().to_str().expect("utf8")])
             .expect("join");
+        assert_eq!(resolve_rch(None, Some(&path_var), None), Ok(rch.clone()));
         assert_eq!(
-            resolve_rch(Path::new("rch"), Some(&path_var)),
+            resolve_rch(Some(Path::new("rch")), Some(&path_var), None),
             Ok(rch.clone())
         );
-        assert_eq!(resolve_rch(&rch, None), Ok(rch));
-        let missing = resolve_rch(Path::new("rch"), Some(OsStr::new("/nonexistent")))
-            .expect_err("not on PATH");
-        assert!(missing.contains("/nonexistent"), "{missing}");
+        assert_eq!(resolve_rch(Some(&rch), None, None), Ok(rch));
+        let missing = resolve_rch(
+            None,
+            Some(OsStr::new("/nonexistent")),
+            Some(OsStr::new("/h")),
+        )
+        .expect_err("not found");
+        for place in ["/nonexistent/rch", "/h/.local/bin/rch", "/h/.cargo/bin/rch"] {
+            assert!(missing.contains(place), "{missing}");
+        }
         assert!(
-            resolve_rch(&not_exec, None)
+            resolve_rch(Some(&not_exec), None, None)
                 .expect_err("not executable")
                 .contains("not an executable")
         );
         assert!(
-            resolve_rch(&dir.path().join("absent"), None)
+            resolve_rch(Some(&dir.path().join("absent")), None, None)
                 .expect_err("absent")
                 .contains("does not exist")
+        );
+    }
+
+    #[test]
+    fn without_an_explicit_rch_the_installers_folders_are_tried_in_order() {
+        let home = tempfile::tempdir().expect("tempdir");
+        let install = |sub: &str| {
+            let path = home.path().join(sub).join("rch");
+            std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+            std::fs::write(&path, "#!/bin/sh\n").expect("write");
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+            path
+        };
+        let path_var = OsStr::new("/usr/bin:/bin");
+        let cargo = install(".cargo/bin");
+        assert_eq!(
+            resolve_rch(None, Some(path_var), Some(home.path().as_os_str())),
+            Ok(cargo)
+        );
+        let local = install(".local/bin");
+        assert_eq!(
+            resolve_rch(None, Some(path_var), Some(home.path().as_os_str())),
+            Ok(local)
+        );
+        // An explicit bare name is looked up on PATH only.
+        assert!(
+            resolve_rch(
+                Some(Path::new("rch")),
+                Some(path_var),
+                Some(home.path().as_os_str())
+            )
+            .is_err()
         );
     }
 }

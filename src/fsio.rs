@@ -2,6 +2,11 @@
 //! file in the same folder, flushed, renamed, folder flushed) and cleanup of
 //! temporary files a killed run left behind.
 //!
+//! Nothing here writes through or replaces a path this tool did not create:
+//! [`existing`] classifies what is at a path without following a link, and
+//! [`write_atomic`] refuses to rename over anything but a regular file owned
+//! by this user.
+//!
 //! Temporary files are named `.<name>.<random>.tmp` so that a later run, holding
 //! the lock, can recognise and remove the ones a SIGKILLed run could not.
 
@@ -9,7 +14,7 @@ use std::ffi::OsString;
 use std::fs::{DirBuilder, File, Permissions};
 use std::io::{self, Write};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 /// The folder holding `path` ("." for a bare name).
@@ -18,6 +23,106 @@ pub fn parent_dir(path: &Path) -> &Path {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
         _ => Path::new("."),
     }
+}
+
+/// What stands at a path, seen without following a link.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Existing {
+    Missing,
+    /// A regular file owned by this user: ours to read and replace.
+    Ours(FileId),
+    /// A regular file of another user.
+    Foreign(FileId),
+    /// Anything else: a symlink, directory, FIFO, socket or device.
+    Other(&'static str),
+}
+
+/// Identifies one file, so a rename can check the path still names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileId {
+    pub dev: u64,
+    pub ino: u64,
+}
+
+impl FileId {
+    pub fn of(meta: &std::fs::Metadata) -> FileId {
+        FileId {
+            dev: meta.dev(),
+            ino: meta.ino(),
+        }
+    }
+}
+
+/// The effective uid: the user whose files this run may replace.
+pub fn euid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// Classifies `path` with `lstat`, never following a final symlink.
+pub fn existing(path: &Path) -> io::Result<Existing> {
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(meta) => meta,
+        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(Existing::Missing),
+        Err(error) => return Err(error),
+    };
+    let kind = meta.file_type();
+    Ok(if kind.is_file() && meta.uid() == euid() {
+        Existing::Ours(FileId::of(&meta))
+    } else if kind.is_file() {
+        Existing::Foreign(FileId::of(&meta))
+    } else {
+        Existing::Other(kind_name(kind))
+    })
+}
+
+/// "a symbolic link", "a directory", … for messages.
+pub fn kind_name(kind: std::fs::FileType) -> &'static str {
+    if kind.is_symlink() {
+        "a symbolic link"
+    } else if kind.is_dir() {
+        "a directory"
+    } else if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_block_device() || kind.is_char_device() {
+        "a device"
+    } else if kind.is_file() {
+        "a regular file"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// `path` made absolute with every existing ancestor's symlinks resolved;
+/// the part that does not exist yet is appended as written (`..` popped).
+/// With `follow_final`, an existing final component is resolved too.
+pub fn resolve(path: &Path, follow_final: bool) -> io::Result<PathBuf> {
+    use std::path::Component;
+    let absolute = std::path::absolute(path)?;
+    let components: Vec<Component<'_>> = absolute.components().collect();
+    let mut resolved = PathBuf::from("/");
+    let mut exists = true;
+    for (index, component) in components.iter().enumerate() {
+        match component {
+            Component::Prefix(_) | Component::RootDir | Component::CurDir => {}
+            Component::ParentDir => {
+                resolved.pop();
+            }
+            Component::Normal(name) => {
+                resolved.push(name);
+                let last = index + 1 == components.len();
+                if exists && (follow_final || !last) {
+                    match std::fs::canonicalize(&resolved) {
+                        Ok(real) => resolved = real,
+                        Err(_) => exists = false,
+                    }
+                }
+            }
+        }
+    }
+    Ok(resolved)
 }
 
 /// Creates `dir` (and missing parents) with mode 0700 if it does not exist.
@@ -52,8 +157,23 @@ pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
         .tempfile_in(dir)?;
     temp.write_all(bytes)?;
     temp.as_file().sync_all()?;
+    match existing(path)? {
+        Existing::Missing | Existing::Ours(_) => {}
+        Existing::Foreign(_) => return Err(not_ours(path, "another user's file")),
+        Existing::Other(kind) => return Err(not_ours(path, kind)),
+    }
     temp.persist(path).map_err(|error| error.error)?;
     File::open(dir)?.sync_all()
+}
+
+fn not_ours(path: &Path, what: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::AlreadyExists,
+        format!(
+            "{} is {what}; rch-sweep replaces only a regular file of its own and left it as it is",
+            path.display()
+        ),
+    )
 }
 
 /// Removes temporary files of `path` left by a run that was killed while
@@ -124,6 +244,63 @@ mod tests {
             remove_stale_temps(&dir.path().join("absent/x.json"))
                 .expect("ok")
                 .is_empty()
+        );
+    }
+
+    #[test]
+    fn atomic_write_never_replaces_a_link_a_folder_or_a_fifo() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let target = dir.path().join("target");
+        std::fs::write(&target, "theirs").expect("write");
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&target, &link).expect("symlink");
+        let folder = dir.path().join("folder");
+        std::fs::create_dir(&folder).expect("mkdir");
+        for path in [&link, &folder] {
+            let error = write_atomic(path, b"new", 0o600).expect_err("refused");
+            assert!(error.to_string().contains("left it as it is"), "{error}");
+        }
+        assert_eq!(std::fs::read(&target).expect("read"), b"theirs");
+        assert!(
+            std::fs::symlink_metadata(&link)
+                .expect("lstat")
+                .is_symlink()
+        );
+        assert!(folder.is_dir());
+        assert_eq!(
+            existing(&link).expect("lstat"),
+            Existing::Other("a symbolic link")
+        );
+        assert!(matches!(
+            existing(&target).expect("lstat"),
+            Existing::Ours(_)
+        ));
+        assert_eq!(
+            existing(&dir.path().join("none")).expect("lstat"),
+            Existing::Missing
+        );
+    }
+
+    #[test]
+    fn resolve_follows_existing_ancestors_and_keeps_the_rest() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let real = dir.path().join("real");
+        std::fs::create_dir(&real).expect("mkdir");
+        std::os::unix::fs::symlink(&real, dir.path().join("alias")).expect("symlink");
+        let real = std::fs::canonicalize(&real).expect("canonical");
+        assert_eq!(
+            resolve(&dir.path().join("alias/a/../b/c"), true).expect("resolve"),
+            real.join("b/c")
+        );
+        assert_eq!(
+            resolve(&dir.path().join("alias"), false).expect("resolve"),
+            std::fs::canonicalize(dir.path())
+                .expect("canonical")
+                .join("alias")
+        );
+        assert_eq!(
+            resolve(&dir.path().join("alias"), true).expect("resolve"),
+            real
         );
     }
 

@@ -7,7 +7,7 @@ use crate::exit::{ExitCode, Fatal};
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, Write};
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 /// Held until dropped; the kernel releases it if the process dies.
@@ -54,17 +54,38 @@ pub fn acquire_for(state_file: &Path) -> anyhow::Result<Lock> {
     })
 }
 
+fn not_ours(what: &str) -> LockError {
+    LockError::Io(io::Error::other(format!(
+        "it is {what}; rch-sweep locks only a regular file of its own and left it as it is"
+    )))
+}
+
 /// Takes the lock without waiting and writes our PID into it.
 pub fn acquire(path: &Path) -> Result<Lock, LockError> {
+    // O_NOFOLLOW: a link is refused, never followed; O_NONBLOCK: a FIFO
+    // cannot hang the open. What was opened is checked before a byte is
+    // written: only a regular file of this user's is ever our lock.
     let mut file = OpenOptions::new()
         .read(true)
         .write(true)
         .create(true)
         .truncate(false)
         .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
         .open(path)
-        .map_err(LockError::Io)?;
+        .map_err(|error| match error.raw_os_error() {
+            Some(libc::ELOOP) => not_ours("a symbolic link"),
+            Some(libc::EISDIR) => not_ours("a directory"),
+            Some(libc::ENXIO) => not_ours("a socket"),
+            _ => LockError::Io(error),
+        })?;
+    let meta = file.metadata().map_err(LockError::Io)?;
+    if !meta.is_file() {
+        return Err(not_ours(crate::fsio::kind_name(meta.file_type())));
+    }
+    if meta.uid() != crate::fsio::euid() {
+        return Err(not_ours("owned by another user"));
+    }
     // SAFETY: the descriptor is open and owned by `file` for this call.
     let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
     if rc != 0 {
@@ -101,5 +122,25 @@ mod tests {
         }
         drop(held);
         assert!(acquire(&path).is_ok(), "released on drop");
+    }
+
+    #[test]
+    fn a_link_or_a_folder_at_the_lock_path_is_refused_and_left_alone() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let target = dir.path().join("target");
+        std::fs::write(&target, "theirs").expect("write");
+        let link = dir.path().join("link.lock");
+        std::os::unix::fs::symlink(&target, &link).expect("symlink");
+        let folder = dir.path().join("folder.lock");
+        std::fs::create_dir(&folder).expect("mkdir");
+        for path in [&link, &folder] {
+            match acquire(path) {
+                Err(LockError::Io(error)) => {
+                    assert!(error.to_string().contains("left it as it is"), "{error}")
+                }
+                other => panic!("expected a refusal, got {other:?}"),
+            }
+        }
+        assert_eq!(std::fs::read(&target).expect("read"), b"theirs");
     }
 }

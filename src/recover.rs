@@ -4,7 +4,7 @@
 
 use crate::backoff::now_unix_ms;
 use crate::child::{self, ChildSpec, Ending};
-use crate::journal::{LeaseDir, ReadFailure};
+use crate::journal::{DurableJobLease, LeaseDir, ReadFailure};
 use crate::judge::{self, Candidate};
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -18,6 +18,7 @@ pub const ADMISSION_CHANGED: &str =
 pub struct Settings {
     pub rch: PathBuf,
     pub socket: Option<PathBuf>,
+    /// The judged lease directory, symlinks resolved.
     pub lease_dir: PathBuf,
     /// Handed to the child as `--timeout-secs`.
     pub recover_timeout: Duration,
@@ -55,6 +56,49 @@ impl Attempt {
     }
 }
 
+/// What the child is told on top of our own environment. rch finds its
+/// lease directory only as `$RCH_STATE_HOME/job-leases` (before
+/// `XDG_STATE_HOME` and `HOME`), so naming the judged directory's parent
+/// makes it act on exactly the journal that was judged.
+fn child_env(settings: &Settings) -> Vec<(OsString, OsString)> {
+    let state_home = settings
+        .lease_dir
+        .parent()
+        .unwrap_or(&settings.lease_dir)
+        .as_os_str()
+        .to_os_string();
+    let mut env = vec![("RCH_STATE_HOME".into(), state_home)];
+    if let Some(socket) = &settings.socket {
+        env.push(("RCH_SOCKET_PATH".into(), socket.clone().into_os_string()));
+    }
+    env
+}
+
+/// Reads the journal again just before the start, with every check of the
+/// scan, so that what `rch` is handed is what was judged: gone or terminal
+/// is `Vanished`; anything else that changed (type, owner, size, shape,
+/// schema, id, build, worker) refuses the start.
+fn readmit(lease_dir: &LeaseDir, candidate: &Candidate) -> Result<DurableJobLease, Outcome> {
+    let refused = || Outcome::Failed(ADMISSION_CHANGED.into());
+    let lease = match lease_dir.load(&candidate.wrapper_id) {
+        Ok(lease) => lease,
+        Err(ReadFailure::Missing) => return Err(Outcome::Vanished),
+        Err(_) => return Err(refused()),
+    };
+    if !judge::is_loadable(&candidate.wrapper_id, &lease) {
+        return Err(refused());
+    }
+    if lease.terminal_acknowledged {
+        return Err(Outcome::Vanished);
+    }
+    if lease.identity.remote_build_id != Some(candidate.build_id)
+        || lease.worker_id.as_deref() != Some(candidate.worker_id.as_str())
+    {
+        return Err(refused());
+    }
+    Ok(lease)
+}
+
 /// Runs the whole recovery of `candidate` on the calling thread. The child's
 /// parent-death signal is tied to this thread, so it must be a thread that
 /// lives until this returns (the sweep gives each recovery its own).
@@ -68,6 +112,8 @@ fn attempt(settings: &Settings, candidate: &Candidate, stop: &dyn Fn() -> bool) 
     let id = candidate.wrapper_id.as_str();
     let lease_dir = match LeaseDir::open(&settings.lease_dir) {
         Ok(dir) => dir,
+        // The whole lease directory is gone: someone cleaned it up.
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Outcome::Vanished,
         Err(error) => {
             return Outcome::Failed(format!(
                 "cannot open lease directory {}: {error}",
@@ -75,17 +121,10 @@ fn attempt(settings: &Settings, candidate: &Candidate, stop: &dyn Fn() -> bool) 
             ));
         }
     };
-    let before = match lease_dir.load(id) {
-        Ok(lease) if lease.terminal_acknowledged => return Outcome::Vanished,
+    let before = match readmit(&lease_dir, candidate) {
         Ok(lease) => lease,
-        Err(ReadFailure::Missing) => return Outcome::Vanished,
-        Err(_) => return Outcome::Failed(ADMISSION_CHANGED.into()),
+        Err(outcome) => return outcome,
     };
-    if before.identity.remote_build_id != Some(candidate.build_id)
-        || before.worker_id.as_deref() != Some(candidate.worker_id.as_str())
-    {
-        return Outcome::Failed(ADMISSION_CHANGED.into());
-    }
     if stop() {
         return Outcome::Interrupted("interrupted before the recovery client was started".into());
     }
@@ -97,11 +136,7 @@ fn attempt(settings: &Settings, candidate: &Candidate, stop: &dyn Fn() -> bool) 
         "--timeout-secs".into(),
         settings.recover_timeout.as_secs().to_string().into(),
     ];
-    let env: Vec<(OsString, OsString)> = settings
-        .socket
-        .iter()
-        .map(|socket| ("RCH_SOCKET_PATH".into(), socket.clone().into_os_string()))
-        .collect();
+    let env = child_env(settings);
     let spec = ChildSpec {
         program: &settings.rch,
         args: &args,

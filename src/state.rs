@@ -5,10 +5,10 @@
 
 use crate::backoff::{Backoff, VERSION};
 use crate::exit::{ExitCode, Fatal};
-use crate::fsio;
+use crate::fsio::{self, Existing, FileId};
 use serde::Deserialize;
 use std::io::{self, Read};
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 /// A state file larger than this is treated as corrupt (moved aside): even
@@ -47,34 +47,83 @@ pub enum Found {
     UnknownVersion(u64),
 }
 
-/// Reads the state file without changing anything.
-pub fn read(path: &Path) -> io::Result<Found> {
-    // O_NONBLOCK: a FIFO put at the path must not hang the run (and with
-    // it the lock); the type is checked on the opened descriptor.
+/// What a command means to do with the state file. Only a run and `forget`
+/// write it, so only they refuse a file they could not replace as their own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    Read,
+    Write,
+}
+
+/// Refuses, before anything is created beside it, a state path this command
+/// must not touch: anything but a regular file (a symlink is never
+/// followed), and for writers another user's file. Exit 74, naming the path
+/// and what stands there; nothing is renamed, created or written.
+pub fn check_path(path: &Path, access: Access) -> anyhow::Result<Option<FileId>> {
+    let refuse = |what: &str| {
+        Fatal::error(
+            ExitCode::Io,
+            format!(
+                "state file {} is {what}; rch-sweep reads and replaces only a regular file of its own, so it left it as it is. Move it away, or point --state-file / RCH_SWEEP_STATE_FILE elsewhere",
+                path.display()
+            ),
+        )
+    };
+    match fsio::existing(path) {
+        Ok(Existing::Missing) => Ok(None),
+        Ok(Existing::Ours(id)) => Ok(Some(id)),
+        Ok(Existing::Foreign(id)) if access == Access::Read => Ok(Some(id)),
+        Ok(Existing::Foreign(_)) => Err(refuse("owned by another user")),
+        Ok(Existing::Other(kind)) => Err(refuse(kind)),
+        Err(error) => Err(Fatal::error(
+            ExitCode::Io,
+            format!("cannot read state file {}: {error}", path.display()),
+        )),
+    }
+}
+
+/// Reads the state file without changing anything. Never follows a link
+/// and never blocks on a FIFO; what it read is identified by (dev, ino) so a
+/// later move aside can check the path still names that very file.
+pub fn read(path: &Path, access: Access) -> anyhow::Result<(Found, Option<FileId>)> {
+    let io_error = |error: io::Error| {
+        Fatal::error(
+            ExitCode::Io,
+            format!("cannot read state file {}: {error}", path.display()),
+        )
+    };
+    if check_path(path, access)?.is_none() {
+        return Ok((Found::Missing, None));
+    }
     let file = match std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
         .open(path)
     {
         Ok(file) => file,
-        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(Found::Missing),
-        Err(error) => return Err(error),
+        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok((Found::Missing, None)),
+        Err(error) => return Err(io_error(error)),
     };
-    if !file.metadata()?.is_file() {
-        return Ok(Found::Corrupt("not a regular file".into()));
+    // Swapped since the check: judge what was opened.
+    let meta = file.metadata().map_err(io_error)?;
+    if !meta.is_file() || (access == Access::Write && meta.uid() != fsio::euid()) {
+        check_path(path, access)?;
+        return Err(io_error(io::Error::other("it changed while being opened")));
     }
     let mut bytes = Vec::new();
-    file.take(MAX_STATE_BYTES + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > MAX_STATE_BYTES {
-        return Ok(Found::Corrupt(format!(
-            "larger than {MAX_STATE_BYTES} bytes"
-        )));
-    }
-    Ok(match decode(&bytes) {
-        Ok(backoff) => Found::Valid(backoff),
-        Err(Decode::UnknownVersion(version)) => Found::UnknownVersion(version),
-        Err(Decode::Corrupt(why)) => Found::Corrupt(why),
-    })
+    file.take(MAX_STATE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(io_error)?;
+    let found = if bytes.len() as u64 > MAX_STATE_BYTES {
+        Found::Corrupt(format!("larger than {MAX_STATE_BYTES} bytes"))
+    } else {
+        match decode(&bytes) {
+            Ok(backoff) => Found::Valid(backoff),
+            Err(Decode::UnknownVersion(version)) => Found::UnknownVersion(version),
+            Err(Decode::Corrupt(why)) => Found::Corrupt(why),
+        }
+    };
+    Ok((found, Some(FileId::of(&meta))))
 }
 
 /// A state file as a command sees it: an unknown version (78) or an I/O
@@ -84,35 +133,32 @@ pub fn read(path: &Path) -> io::Result<Found> {
 pub enum Loaded {
     Missing,
     Valid(Backoff),
-    Corrupt(String),
+    /// Why it does not parse, and which file that was.
+    Corrupt(String, FileId),
 }
 
-pub fn load(path: &Path) -> anyhow::Result<Loaded> {
-    match read(path) {
-        Ok(Found::Missing) => Ok(Loaded::Missing),
-        Ok(Found::Valid(backoff)) => Ok(Loaded::Valid(backoff)),
-        Ok(Found::Corrupt(why)) => Ok(Loaded::Corrupt(why)),
-        Ok(Found::UnknownVersion(version)) => Err(Fatal::error(
+pub fn load(path: &Path, access: Access) -> anyhow::Result<Loaded> {
+    match read(path, access)? {
+        (Found::Missing, _) | (_, None) => Ok(Loaded::Missing),
+        (Found::Valid(backoff), _) => Ok(Loaded::Valid(backoff)),
+        (Found::Corrupt(why), Some(id)) => Ok(Loaded::Corrupt(why, id)),
+        (Found::UnknownVersion(version), _) => Err(Fatal::error(
             ExitCode::Config,
             format!(
                 "state file {} has version {version}, which this rch-sweep does not know; left it untouched (upgrade rch-sweep, or move the file away)",
                 path.display()
             ),
         )),
-        Err(error) => Err(Fatal::error(
-            ExitCode::Io,
-            format!("cannot read state file {}: {error}", path.display()),
-        )),
     }
 }
 
 /// The state for `status` and `forget`, which read it as it is: `None` when
 /// there is none; a corrupt file is an error (only a run moves it aside).
-pub fn load_existing(path: &Path) -> anyhow::Result<Option<Backoff>> {
-    match load(path)? {
+pub fn load_existing(path: &Path, access: Access) -> anyhow::Result<Option<Backoff>> {
+    match load(path, access)? {
         Loaded::Missing => Ok(None),
         Loaded::Valid(backoff) => Ok(Some(backoff)),
-        Loaded::Corrupt(why) => Err(Fatal::error(
+        Loaded::Corrupt(why, _) => Err(Fatal::error(
             ExitCode::Io,
             format!(
                 "state file {} does not parse ({why}); the next run moves it aside",
@@ -122,8 +168,17 @@ pub fn load_existing(path: &Path) -> anyhow::Result<Option<Backoff>> {
     }
 }
 
-/// Moves a corrupt state file to `<name>.corrupt-<unix_ms>` beside it.
-pub fn quarantine(path: &Path, now_ms: u64) -> io::Result<PathBuf> {
+/// Moves the corrupt state file `read` to `<name>.corrupt-<unix_ms>` beside
+/// it, only if the path still names that very file (same dev and inode).
+pub fn quarantine(path: &Path, read: FileId, now_ms: u64) -> io::Result<PathBuf> {
+    match fsio::existing(path)? {
+        Existing::Ours(now) if now == read => {}
+        _ => {
+            return Err(io::Error::other(
+                "it changed after it was read; left it as it is",
+            ));
+        }
+    }
     let mut name = path.file_name().unwrap_or_default().to_os_string();
     name.push(format!(".corrupt-{now_ms}"));
     let aside = path.with_file_name(name);
@@ -178,29 +233,69 @@ mod tests {
     }
 
     #[test]
-    fn a_fifo_at_the_path_is_corrupt_not_a_hang() {
+    fn a_fifo_a_folder_or_a_link_at_the_path_is_refused_and_left_alone() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("backoff.json");
-        let c_path = std::ffi::CString::new(path.to_str().expect("utf8")).expect("cstring");
+        let fifo = dir.path().join("fifo.json");
+        let c_path = std::ffi::CString::new(fifo.to_str().expect("utf8")).expect("cstring");
         // SAFETY: a valid NUL-terminated path.
         assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
-        assert!(matches!(read(&path).expect("read"), Found::Corrupt(_)));
+        let target = dir.path().join("target.json");
+        std::fs::write(&target, "garbage").expect("write");
+        let link = dir.path().join("link.json");
+        std::os::unix::fs::symlink(&target, &link).expect("symlink");
+        for (path, kind) in [
+            (&fifo, "a FIFO"),
+            (&link, "a symbolic link"),
+            (&dir.path().to_path_buf(), "a directory"),
+        ] {
+            for access in [Access::Read, Access::Write] {
+                let error = read(path, access).expect_err("refused");
+                assert_eq!(crate::exit::code_of(&error), ExitCode::Io);
+                assert!(format!("{error:#}").contains(kind), "{error:#}");
+            }
+        }
+        assert!(
+            std::fs::symlink_metadata(&link)
+                .expect("lstat")
+                .is_symlink()
+        );
     }
 
     #[test]
     fn save_then_read_round_trips_and_quarantine_moves_aside() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("backoff.json");
-        assert!(matches!(read(&path).expect("read"), Found::Missing));
+        assert!(matches!(
+            read(&path, Access::Write).expect("read").0,
+            Found::Missing
+        ));
         let mut backoff = Backoff::empty();
         backoff.last_success_unix_ms = Some(5);
         save(&path, &backoff).expect("save");
-        assert!(matches!(read(&path).expect("read"), Found::Valid(b) if b == backoff));
+        assert!(
+            matches!(read(&path, Access::Write).expect("read").0, Found::Valid(b) if b == backoff)
+        );
         std::fs::write(&path, "garbage").expect("write");
-        assert!(matches!(read(&path).expect("read"), Found::Corrupt(_)));
-        let aside = quarantine(&path, 42).expect("quarantine");
+        let (found, id) = read(&path, Access::Write).expect("read");
+        assert!(matches!(found, Found::Corrupt(_)));
+        let id = id.expect("identified");
+        let aside = quarantine(&path, id, 42).expect("quarantine");
         assert_eq!(aside, dir.path().join("backoff.json.corrupt-42"));
         assert_eq!(std::fs::read(&aside).expect("read"), b"garbage");
         assert!(!path.exists());
+    }
+
+    #[test]
+    fn quarantine_leaves_a_file_that_changed_since_it_was_read() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("backoff.json");
+        std::fs::write(&path, "garbage").expect("write");
+        let (_, id) = read(&path, Access::Write).expect("read");
+        // Replaced by another file since (a new inode at the same path).
+        let other = dir.path().join("other");
+        std::fs::write(&other, "new").expect("write");
+        std::fs::rename(&other, &path).expect("rename");
+        assert!(quarantine(&path, id.expect("identified"), 42).is_err());
+        assert_eq!(std::fs::read(&path).expect("read"), b"new");
     }
 }

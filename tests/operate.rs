@@ -1005,16 +1005,24 @@ fn with_stderr_file(mut command: Command, same: bool) -> (i32, Vec<String>) {
 #[test]
 fn journald_priorities_appear_exactly_when_stderr_is_the_named_stream() {
     let world = World::new();
-    // A corrupt state file warns; a missing lease dir is an info note.
+    // A corrupt state file warns; a default lease dir that does not exist
+    // is an info note.
     fs::create_dir_all(world.state_file().parent().expect("parent")).expect("mkdir");
     fs::write(world.state_file(), "{not json").expect("write");
     let dry_run = || {
         let mut command = World::bare_command();
         command
             .arg("--lease-dir")
-            .arg(world.path("absent"))
+            .arg(world.leases())
             .arg("--state-file")
             .arg(world.state_file())
+            .arg("--dry-run");
+        command
+    };
+    let absent = || {
+        let mut command = World::bare_command();
+        command
+            .env("RCH_STATE_HOME", world.path("absent"))
             .arg("--dry-run");
         command
     };
@@ -1030,13 +1038,16 @@ fn journald_priorities_appear_exactly_when_stderr_is_the_named_stream() {
 
     let (code, lines) = with_stderr_file(dry_run(), true);
     assert_eq!(code, 0, "{lines:?}");
-    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert_eq!(lines.len(), 1, "{lines:?}");
     assert!(
         lines[0].starts_with("<4>rch-sweep: warning: state file "),
         "{lines:?}"
     );
+    let (code, lines) = with_stderr_file(absent(), true);
+    assert_eq!(code, 0, "{lines:?}");
+    assert_eq!(lines.len(), 1, "{lines:?}");
     assert!(
-        lines[1].starts_with("<6>rch-sweep: lease directory "),
+        lines[0].starts_with("<6>rch-sweep: lease directory "),
         "{lines:?}"
     );
     let (code, lines) = with_stderr_file(error(), true);
@@ -1047,7 +1058,7 @@ fn journald_priorities_appear_exactly_when_stderr_is_the_named_stream() {
         "{lines:?}"
     );
 
-    for command in [dry_run(), error()] {
+    for command in [dry_run(), absent(), error()] {
         let (_, lines) = with_stderr_file(command, false);
         assert!(!lines.is_empty());
         assert!(

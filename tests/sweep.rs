@@ -321,12 +321,11 @@ fn a_journal_that_vanished_or_changed_before_its_start_is_handled_without_the_cl
     let log = world.path("calls.log");
     // The first recovery removes the second journal and moves the third to
     // another worker, as if their owners' work finished elsewhere.
-    let rch = world.script(
+    let rch = world.fake_rch(
         "rch",
         &format!(
-            "echo \"$3\" >> '{log}'\nrm -f '{leases}/{vanishing}.json'\ncp '{moved_src}' '{leases}/{moved}.json'\nexit 1",
+            "echo \"$3\" >> '{log}'\nrm -f \"$leases/{vanishing}.json\"\ncp '{moved_src}' \"$leases/{moved}.json\"\nexit 1",
             log = log.display(),
-            leases = world.leases().display(),
             vanishing = vanishing.id,
             moved = moved.id,
             moved_src = world.path("moved.json").display(),
@@ -398,14 +397,18 @@ fn a_missing_rch_is_a_configuration_error() {
     let output = world
         .command(&[])
         .env("PATH", "/nonexistent")
+        .env("HOME", world.path("home"))
         .output()
         .expect("run");
     assert_eq!(output.status.code(), Some(78));
-    assert!(
-        stderr(&output).contains("not found on PATH"),
-        "{}",
-        stderr(&output)
-    );
+    let home = world.path("home");
+    for place in [
+        "/nonexistent/rch".to_owned(),
+        format!("{}/.local/bin/rch", home.display()),
+        format!("{}/.cargo/bin/rch", home.display()),
+    ] {
+        assert!(stderr(&output).contains(&place), "{}", stderr(&output));
+    }
 }
 
 #[test]

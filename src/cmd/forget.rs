@@ -11,7 +11,10 @@ use crate::{fsio, log};
 use anyhow::Result;
 
 pub fn run(args: ForgetArgs) -> Result<ExitCode> {
-    let (_, state_file) = super::resolve_paths(&args.paths);
+    let (lease_dir, state_file) = super::resolve_paths(&args.paths);
+    super::check_state_outside_leases(&lease_dir, &state_file)?;
+    // Before the lock is created beside it.
+    state::check_path(&state_file, state::Access::Write)?;
     if !fsio::parent_dir(&state_file).is_dir() {
         log::info(format!(
             "no state file at {}; nothing to forget",
@@ -20,7 +23,7 @@ pub fn run(args: ForgetArgs) -> Result<ExitCode> {
         return Ok(ExitCode::Success);
     }
     let _lock = lock::acquire_for(&state_file)?;
-    let Some(mut backoff) = state::load_existing(&state_file)? else {
+    let Some(mut backoff) = state::load_existing(&state_file, state::Access::Write)? else {
         log::info(format!(
             "no state file at {}; nothing to forget",
             state_file.display()

@@ -15,7 +15,7 @@ use crate::plan::{self, Queue, Slot};
 use crate::recover::{self, Attempt};
 use crate::report::{LeaseLine, Outcome, Summary};
 use crate::scan::{self, Scan, ScanError, ScanOptions};
-use crate::state::Loaded;
+use crate::state::{Access, Loaded};
 use crate::{config, fsio, log, metrics, signals, state};
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
@@ -56,23 +56,80 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         started: Instant::now(),
         now_unix_ms: now_unix_ms(),
     };
-    check_lease_dir(&run.lease_dir)?;
+    let Some(resolved) = check_lease_dir(&run.lease_dir)? else {
+        return missing_lease_dir(&run);
+    };
+    if !run.dry_run {
+        check_named_job_leases(&run.lease_dir, &resolved)?;
+    }
+    super::check_state_outside_leases(&run.lease_dir, &run.state_file)?;
     if run.dry_run {
         dry_run(&run)
     } else {
-        sweep(&run)
+        sweep(&run, resolved)
     }
 }
 
-/// A lease dir that exists but is no directory is a configuration error;
-/// a missing one is fine (nothing to do).
-fn check_lease_dir(lease_dir: &Path) -> Result<()> {
+/// The lease directory with symlinks resolved; `None` when it does not
+/// exist (nothing to do). One that exists but is no directory is a
+/// configuration error.
+fn check_lease_dir(lease_dir: &Path) -> Result<Option<PathBuf>> {
     match std::fs::metadata(lease_dir) {
         Ok(meta) if !meta.is_dir() => Err(not_a_directory(lease_dir)),
-        Ok(_) => Ok(()),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Ok(_) => std::fs::canonicalize(lease_dir)
+            .map(Some)
+            .map_err(|error| unreadable_lease_dir(lease_dir, &error)),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(error) => Err(unreadable_lease_dir(lease_dir, &error)),
     }
+}
+
+/// `rch` finds its journals only as `<state home>/job-leases`, and the child
+/// is pointed at the judged directory through `RCH_STATE_HOME` = its parent;
+/// a directory of another name would send `rch` somewhere else than what
+/// was judged, so a real run refuses it up front.
+fn check_named_job_leases(lease_dir: &Path, resolved: &Path) -> Result<()> {
+    if resolved.file_name() == Some(std::ffi::OsStr::new("job-leases")) {
+        return Ok(());
+    }
+    Err(Fatal::error(
+        ExitCode::Config,
+        format!(
+            "lease directory {} (resolved: {}) is not named job-leases; rch looks for its journals only in <state home>/job-leases, so `rch jobs recover` would not find these. Point --lease-dir / RCH_SWEEP_LEASE_DIR at rch's job-leases folder (a dry run accepts any folder)",
+            lease_dir.display(),
+            resolved.display()
+        ),
+    ))
+}
+
+/// Nothing to do, and nothing created: no state folder, state or lock. A
+/// folder someone named and that does not exist is most likely a typo,
+/// which would otherwise sweep nothing forever, so it earns a warning.
+fn missing_lease_dir(run: &Run) -> Result<ExitCode> {
+    let message = format!(
+        "lease directory {} does not exist; nothing to do",
+        run.lease_dir.display()
+    );
+    if run.args.paths.lease_dir.is_some() {
+        log::warn(format!(
+            "{message} (check --lease-dir / RCH_SWEEP_LEASE_DIR for a typo)"
+        ));
+    } else {
+        log::info(message);
+    }
+    let mut summary = summary(run, Scan::default(), Vec::new(), ExitCode::Success);
+    if !run.dry_run
+        && let Some(path) = &run.args.metrics_file
+        && let Err(error) = metrics::write(path, &summary, Some(now_unix_ms()))
+    {
+        log::error(format!(
+            "cannot write metrics file {}: {error}",
+            path.display()
+        ));
+        summary.exit_code = ExitCode::Io;
+    }
+    print(run, &summary);
+    Ok(summary.exit_code)
 }
 
 fn not_a_directory(lease_dir: &Path) -> anyhow::Error {
@@ -117,10 +174,10 @@ fn scan_leases(run: &Run) -> Result<Scan> {
 }
 
 fn dry_run(run: &Run) -> Result<ExitCode> {
-    let mut backoff = match state::load(&run.state_file)? {
+    let mut backoff = match state::load(&run.state_file, Access::Read)? {
         Loaded::Missing => Backoff::empty(),
         Loaded::Valid(backoff) => backoff,
-        Loaded::Corrupt(why) => {
+        Loaded::Corrupt(why, _) => {
             log::warn(format!(
                 "state file {} does not parse ({why}); planning without backoff (a real run moves it aside)",
                 run.state_file.display()
@@ -160,9 +217,15 @@ fn dry_run(run: &Run) -> Result<ExitCode> {
     Ok(exit_code)
 }
 
-fn sweep(run: &Run) -> Result<ExitCode> {
-    let rch = config::resolve_rch(&run.args.rch, std::env::var_os("PATH").as_deref())
-        .map_err(|why| Fatal::error(ExitCode::Config, format!("rch client: {why}")))?;
+fn sweep(run: &Run, lease_dir: PathBuf) -> Result<ExitCode> {
+    let rch = config::resolve_rch(
+        run.args.rch.as_deref(),
+        std::env::var_os("PATH").as_deref(),
+        std::env::var_os("HOME").as_deref(),
+    )
+    .map_err(|why| Fatal::error(ExitCode::Config, format!("rch client: {why}")))?;
+    // Before the state folder or the lock is created beside it.
+    state::check_path(&run.state_file, Access::Write)?;
     let state_dir = fsio::parent_dir(&run.state_file);
     fsio::ensure_private_dir(state_dir).map_err(|error| {
         Fatal::error(
@@ -187,7 +250,7 @@ fn sweep(run: &Run) -> Result<ExitCode> {
     let settings = recover::Settings {
         rch,
         socket: run.args.socket.clone(),
-        lease_dir: run.lease_dir.clone(),
+        lease_dir,
         recover_timeout: Duration::from_secs(run.args.recover_timeout),
         kill_grace: Duration::from_secs(run.args.kill_grace),
     };
@@ -353,11 +416,11 @@ fn execute(
 
 fn load_state(run: &Run) -> Result<Backoff> {
     let path = &run.state_file;
-    match state::load(path)? {
+    match state::load(path, Access::Write)? {
         Loaded::Missing => Ok(Backoff::empty()),
         Loaded::Valid(backoff) => Ok(backoff),
-        Loaded::Corrupt(why) => {
-            let aside = state::quarantine(path, run.now_unix_ms).map_err(|error| {
+        Loaded::Corrupt(why, read) => {
+            let aside = state::quarantine(path, read, run.now_unix_ms).map_err(|error| {
                 Fatal::error(
                     ExitCode::Io,
                     format!(

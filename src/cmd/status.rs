@@ -10,8 +10,10 @@ use anyhow::Result;
 use std::io::Write;
 
 pub fn run(args: StatusArgs) -> Result<ExitCode> {
-    let (_, state_file) = super::resolve_paths(&args.paths);
-    let backoff = state::load_existing(&state_file)?.unwrap_or_else(Backoff::empty);
+    let (lease_dir, state_file) = super::resolve_paths(&args.paths);
+    super::check_state_outside_leases(&lease_dir, &state_file)?;
+    let backoff =
+        state::load_existing(&state_file, state::Access::Read)?.unwrap_or_else(Backoff::empty);
     let now = now_unix_ms();
     let text = if args.json {
         json(&backoff, now)

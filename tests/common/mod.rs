@@ -15,6 +15,16 @@ pub const BOOT: &str = "3f1c2a9e-5b7d-4e2a-9c1f-0a1b2c3d4e5f";
 pub const DEAD_PID: u32 = 4_194_400;
 pub const HOUR_MS: u64 = 3_600_000;
 
+/// How rch finds its lease directory (rch-lease-format.md §5), as `sh`:
+/// `$RCH_STATE_HOME/job-leases`, else `$XDG_STATE_HOME/rch/job-leases`, else
+/// `$HOME/.local/state/rch/job-leases`, else `/tmp/rch/job-leases`. Sets
+/// `$leases`; the fakes know nothing else about where journals are.
+pub const RCH_LEASE_DIR_SH: &str = r#"if [ -n "$RCH_STATE_HOME" ]; then state="$RCH_STATE_HOME"
+elif [ -n "$XDG_STATE_HOME" ]; then state="$XDG_STATE_HOME/rch"
+elif [ -n "$HOME" ]; then state="$HOME/.local/state/rch"
+else state=/tmp/rch; fi
+leases="$state/job-leases""#;
+
 pub fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -265,7 +275,7 @@ impl World {
     }
 
     pub fn leases(&self) -> PathBuf {
-        self.dir.path().join("leases")
+        self.dir.path().join("job-leases")
     }
 
     pub fn state_file(&self) -> PathBuf {
@@ -346,17 +356,23 @@ impl World {
         (output.status.code().unwrap_or(-1), document)
     }
 
+    /// A fake `rch` at `name`: `body` runs after `$leases` was set to the
+    /// lease directory exactly as rch finds it ([`RCH_LEASE_DIR_SH`]), so a
+    /// stand-in knows no more than the real client.
+    pub fn fake_rch(&self, name: &str, body: &str) -> PathBuf {
+        self.script(name, &format!("{RCH_LEASE_DIR_SH}\n{body}"))
+    }
+
     /// A fake rch that does what a successful `rch jobs recover` does to the
     /// journal: installs `done/<id>.json` (written by [`World::will_complete`])
     /// over it, then exits 0. A lease with no such file fails (`cp` exits 1).
     pub fn completing_rch(&self) -> PathBuf {
         std::fs::create_dir_all(self.path("done")).expect("mkdir done");
-        self.script(
+        self.fake_rch(
             "rch",
             &format!(
-                "cp \"{done}/$3.json\" \"{leases}/$3.json\"",
+                "cp \"{done}/$3.json\" \"$leases/$3.json\"",
                 done = self.path("done").display(),
-                leases = self.leases().display()
             ),
         )
     }
