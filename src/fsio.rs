@@ -193,6 +193,11 @@ pub fn remove_stale_temps(path: &Path) -> io::Result<Vec<PathBuf>> {
         let bytes = name.as_bytes();
         if bytes.starts_with(prefix.as_bytes()) && bytes.ends_with(TEMP_SUFFIX.as_bytes()) {
             let stale = entry.path();
+            // Only what a killed run of ours can have left: our own regular
+            // file. A link or another user's file of that name is not ours.
+            if !matches!(existing(&stale)?, Existing::Ours(_)) {
+                continue;
+            }
             match std::fs::remove_file(&stale) {
                 Ok(()) => removed.push(stale),
                 Err(error) if error.kind() == io::ErrorKind::NotFound => {}
@@ -237,8 +242,17 @@ mod tests {
         ] {
             std::fs::write(dir.path().join(name), "").expect("write");
         }
+        std::os::unix::fs::symlink(
+            dir.path().join("backoff.json.tmp"),
+            dir.path().join(".backoff.json.link.tmp"),
+        )
+        .expect("symlink");
         let removed = remove_stale_temps(&path).expect("clean");
         assert_eq!(removed, [dir.path().join(".backoff.json.abc123.tmp")]);
+        assert!(
+            std::fs::symlink_metadata(dir.path().join(".backoff.json.link.tmp")).is_ok(),
+            "a link is not ours to remove"
+        );
         assert!(dir.path().join(".other.json.abc.tmp").exists());
         assert!(
             remove_stale_temps(&dir.path().join("absent/x.json"))
