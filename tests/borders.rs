@@ -286,17 +286,7 @@ fn assert_state_path_refused(world: &World, what: &str) {
         &["status", "--json"],
         &["forget", "--all"],
     ] {
-        let mut command = World::bare_command();
-        if matches!(args[0], "status" | "forget") {
-            command.arg(args[0]);
-        }
-        command
-            .arg("--lease-dir")
-            .arg(world.leases())
-            .arg("--state-file")
-            .arg(world.state_file())
-            .args(args.iter().filter(|a| !matches!(**a, "status" | "forget")));
-        let output = command.output().expect("run");
+        let output = world_command(world, args).output().expect("run");
         assert_eq!(
             output.status.code(),
             Some(74),
@@ -404,8 +394,9 @@ fn another_users_state_file_or_lock_is_74_for_run_and_forget() {
     assert_eq!(std::fs::read_to_string(&lock).expect("read"), "4242\n");
 }
 
-/// The world's paths around `args`, with a subcommand kept in front.
-fn world_command(world: &World, args: &[&str]) -> std::process::Command {
+/// The binary with `args`, the world's lease dir and `state` (when given)
+/// put after a leading subcommand.
+fn command_with(world: &World, state: Option<&Path>, args: &[&str]) -> std::process::Command {
     let mut command = World::bare_command();
     let rest = match args.first() {
         Some(&sub) if matches!(sub, "status" | "forget") => {
@@ -414,13 +405,17 @@ fn world_command(world: &World, args: &[&str]) -> std::process::Command {
         }
         _ => args,
     };
+    command.arg("--lease-dir").arg(world.leases());
+    if let Some(state) = state {
+        command.arg("--state-file").arg(state);
+    }
+    command.args(rest);
     command
-        .arg("--lease-dir")
-        .arg(world.leases())
-        .arg("--state-file")
-        .arg(world.state_file())
-        .args(rest);
-    command
+}
+
+/// The world's lease dir and state file around `args`.
+fn world_command(world: &World, args: &[&str]) -> std::process::Command {
+    command_with(world, Some(&world.state_file()), args)
 }
 
 #[test]
@@ -440,18 +435,8 @@ fn a_state_path_inside_the_lease_dir_is_78_and_nothing_is_created_there() {
             &["status"],
             &["forget", "--all"],
         ] {
-            let mut command = World::bare_command();
-            let rest = if matches!(args[0], "status" | "forget") {
-                command.arg(args[0]);
-                &args[1..]
-            } else {
-                args
-            };
-            let output = command
+            let output = command_with(&world, None, args)
                 .env("RCH_SWEEP_STATE_FILE", &state)
-                .arg("--lease-dir")
-                .arg(world.leases())
-                .args(rest)
                 .output()
                 .expect("run");
             assert_eq!(
