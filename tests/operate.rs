@@ -840,12 +840,32 @@ fn metrics(path: &Path) -> BTreeMap<String, Family> {
     parse_prometheus(&text).unwrap_or_else(|why| panic!("{why}\n{text}"))
 }
 
-fn sample(families: &BTreeMap<String, Family>, name: &str, labels: &str) -> f64 {
+/// The value of `name{lease_dir="<lease_dir>"[,extra]}`.
+fn sample(families: &BTreeMap<String, Family>, lease_dir: &Path, name: &str, extra: &str) -> f64 {
+    let mut labels = format!("lease_dir=\"{}\"", lease_dir.display());
+    if !extra.is_empty() {
+        labels.push(',');
+        labels.push_str(extra);
+    }
     families
         .get(name)
-        .and_then(|family| family.samples.get(labels))
+        .and_then(|family| family.samples.get(&labels))
         .copied()
-        .unwrap_or_else(|| panic!("no sample {name}{{{labels}}}"))
+        .unwrap_or_else(|| panic!("no sample {name}{{{labels}}} in {families:?}"))
+}
+
+/// Every sample of every family carries `lease_dir="<lease_dir>"`, first.
+fn assert_all_labelled(families: &BTreeMap<String, Family>, lease_dir: &Path) {
+    let label = format!("lease_dir=\"{}\"", lease_dir.display());
+    for (name, family) in families {
+        assert!(!family.samples.is_empty(), "{name} has no samples");
+        for labels in family.samples.keys() {
+            assert!(
+                labels == &label || labels.starts_with(&format!("{label},")),
+                "{name}{{{labels}}} lacks {label}"
+            );
+        }
+    }
 }
 
 #[test]
@@ -879,25 +899,56 @@ fn a_sweep_writes_prometheus_metrics_atomically_and_keeps_the_last_success() {
     let output = world.run(&["--rch", rch, "--metrics-file", prom_arg]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let first = metrics(&prom);
+    let leases = world.leases();
+    assert_all_labelled(&first, &leases);
     let written: BTreeSet<String> = first.keys().cloned().collect();
     assert_eq!(written, names_in_source());
     assert!(written.len() >= 9, "{written:?}");
     for (name, family) in &first {
         assert_eq!(family.kind.as_deref(), Some("gauge"), "{name}");
     }
-    assert_eq!(sample(&first, "rch_sweep_exit_code", ""), 0.0);
-    assert_eq!(sample(&first, "rch_sweep_journals_scanned", ""), 1.0);
-    assert_eq!(sample(&first, "rch_sweep_candidates", ""), 1.0);
+    assert_eq!(sample(&first, &leases, "rch_sweep_exit_code", ""), 0.0);
     assert_eq!(
-        sample(&first, "rch_sweep_recoveries", "outcome=\"recovered\""),
+        sample(&first, &leases, "rch_sweep_journals_scanned", ""),
         1.0
     );
-    let last_success = sample(&first, "rch_sweep_last_success_timestamp_seconds", "");
+    assert_eq!(sample(&first, &leases, "rch_sweep_candidates", ""), 1.0);
+    assert_eq!(
+        sample(
+            &first,
+            &leases,
+            "rch_sweep_recoveries",
+            "outcome=\"recovered\""
+        ),
+        1.0
+    );
+    let outcomes: BTreeSet<&str> = first["rch_sweep_recoveries"]
+        .samples
+        .keys()
+        .filter_map(|labels| labels.split("outcome=\"").nth(1))
+        .map(|rest| rest.trim_end_matches('"'))
+        .collect();
+    assert_eq!(
+        outcomes,
+        ["deferred", "failed", "interrupted", "recovered", "vanished"].into(),
+        "every outcome, zeros included"
+    );
+    assert_eq!(
+        first["rch_sweep_journals_skipped"].samples.len(),
+        rch_sweep::judge::SkipReason::ALL.len(),
+        "every skip reason, zeros included"
+    );
+    let last_success = sample(
+        &first,
+        &leases,
+        "rch_sweep_last_success_timestamp_seconds",
+        "",
+    );
     let state_ms = world.state()["last_success_unix_ms"]
         .as_u64()
         .expect("last success in the state");
     assert_eq!(last_success, state_ms as f64 / 1000.0);
-    let last_run = sample(&first, "rch_sweep_last_run_timestamp_seconds", "");
+    let last_run = sample(&first, &leases, "rch_sweep_last_run_timestamp_seconds", "");
     assert!(last_run >= last_success && last_run < (now_ms() as f64 / 1000.0) + 1.0);
     let meta = fs::metadata(&prom).expect("metadata");
     assert_eq!(meta.mode() & 0o777, 0o644, "readable by the collector");
@@ -911,21 +962,37 @@ fn a_sweep_writes_prometheus_metrics_atomically_and_keeps_the_last_success() {
     let output = world.run(&["--rch", rch, "--metrics-file", prom_arg]);
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     let second = metrics(&prom);
-    assert_eq!(sample(&second, "rch_sweep_exit_code", ""), 1.0);
+    assert_all_labelled(&second, &leases);
+    assert_eq!(sample(&second, &leases, "rch_sweep_exit_code", ""), 1.0);
     assert_eq!(
-        sample(&second, "rch_sweep_recoveries", "outcome=\"failed\""),
+        sample(
+            &second,
+            &leases,
+            "rch_sweep_recoveries",
+            "outcome=\"failed\""
+        ),
         1.0
     );
     assert_eq!(
-        sample(&second, "rch_sweep_journals_skipped", "reason=\"terminal\""),
+        sample(
+            &second,
+            &leases,
+            "rch_sweep_journals_skipped",
+            "reason=\"terminal\""
+        ),
         1.0
     );
     assert_eq!(
-        sample(&second, "rch_sweep_last_success_timestamp_seconds", ""),
+        sample(
+            &second,
+            &leases,
+            "rch_sweep_last_success_timestamp_seconds",
+            ""
+        ),
         last_success,
         "the last success survives a failing run"
     );
-    assert!(sample(&second, "rch_sweep_last_run_timestamp_seconds", "") >= last_run);
+    assert!(sample(&second, &leases, "rch_sweep_last_run_timestamp_seconds", "") >= last_run);
     assert_ne!(
         fs::metadata(&prom).expect("metadata").ino(),
         first_inode,
@@ -974,6 +1041,75 @@ fn a_dry_run_writes_no_metrics_and_a_name_without_prom_is_refused() {
         !world.state_file().exists(),
         "a refused command line sweeps nothing"
     );
+}
+
+#[test]
+fn a_metrics_folder_that_cannot_take_the_file_stops_the_run_before_any_recovery() {
+    let world = World::new();
+    world.add(&Journal::stale("hz4", 2 * HOUR_MS));
+    let marker = world.path("child-started");
+    let rch = world.script("rch", &format!("touch '{}'\nexit 1", marker.display()));
+    let rch = rch.to_str().expect("utf8");
+    fs::write(world.path("a-file"), "").expect("write");
+    for (prom, why) in [
+        (world.path("no-such-folder/rch.prom"), "does not exist"),
+        (world.path("a-file/rch.prom"), "is not a directory"),
+    ] {
+        let output = world.run(&["--rch", rch, "--metrics-file", prom.to_str().expect("utf8")]);
+        let text = stderr(&output);
+        assert_eq!(output.status.code(), Some(74), "{text}");
+        assert!(
+            text.contains(&format!("--metrics-file {}", prom.display())) && text.contains(why),
+            "{text}"
+        );
+        assert!(!marker.exists(), "a recovery was started");
+        assert!(
+            !world.state_file().exists(),
+            "a run refused up front writes no state"
+        );
+    }
+    // The fake rch does start when the folder is fine: the marker can appear.
+    fs::create_dir(world.path("textfile")).expect("mkdir");
+    let prom = world.path("textfile/rch.prom");
+    let output = world.run(&["--rch", rch, "--metrics-file", prom.to_str().expect("utf8")]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(marker.exists() && prom.exists());
+}
+
+#[test]
+fn a_metrics_folder_this_user_cannot_write_is_refused_before_any_recovery() {
+    use std::os::unix::process::CommandExt;
+    let world = World::new();
+    world.add(&Journal::stale("hz4", 2 * HOUR_MS));
+    let marker = world.path("child-started");
+    let rch = world.script("rch", &format!("touch '{}'\nexit 1", marker.display()));
+    let folder = world.path("textfile");
+    fs::create_dir(&folder).expect("mkdir");
+    fs::set_permissions(&folder, fs::Permissions::from_mode(0o555)).expect("chmod");
+    let prom = folder.join("rch.prom");
+    let mut command = world.command(&[
+        "--rch",
+        rch.to_str().expect("utf8"),
+        "--metrics-file",
+        prom.to_str().expect("utf8"),
+    ]);
+    if is_root() {
+        // root writes through any mode: run the sweep as `nobody`, for whom
+        // the world must be traversable.
+        fs::set_permissions(world.dir.path(), fs::Permissions::from_mode(0o755)).expect("chmod");
+        command.uid(65534).gid(65534);
+    }
+    let output = command.output().expect("run");
+    assert_eq!(output.status.code(), Some(74), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains(&format!(
+            "--metrics-file {}: cannot write into",
+            prom.display()
+        )),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!marker.exists());
 }
 
 // ---------------------------------------------------------------------------
@@ -1067,6 +1203,59 @@ fn version_prints_the_package_version() {
             help(&[flag]),
             format!("rch-sweep {}\n", env!("CARGO_PKG_VERSION"))
         );
+    }
+}
+
+#[test]
+fn duration_errors_teach_whole_seconds_and_base_above_max_is_refused() {
+    let world = World::new();
+    for flag in [
+        "--recover-timeout",
+        "--kill-grace",
+        "--stale-after",
+        "--backoff-base",
+        "--backoff-max",
+    ] {
+        let output = world.run(&["--dry-run", flag, "10m"]);
+        assert_eq!(output.status.code(), Some(2), "{flag}");
+        let text = stderr(&output);
+        assert!(
+            text.contains(flag)
+                && text.contains("whole seconds")
+                && text.contains("for 10m write 600"),
+            "{flag}: {text}"
+        );
+    }
+    let output = world.run(&["--dry-run", "--backoff-base", "1.5"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("whole seconds"),
+        "{}",
+        stderr(&output)
+    );
+
+    let output = world.run(&[
+        "--dry-run",
+        "--backoff-base",
+        "7200",
+        "--backoff-max",
+        "600",
+    ]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("--backoff-base 7200 is above --backoff-max 600"),
+        "{}",
+        stderr(&output)
+    );
+    // Every range is in --help.
+    let help = help(&["--help"]);
+    for range in [
+        "1 to 64",
+        "whole seconds, 1 to 86400",
+        "whole seconds, 0 to 86400",
+        "whole seconds, 0 to 31536000",
+    ] {
+        assert!(help.contains(range), "--help lacks {range:?}");
     }
 }
 
