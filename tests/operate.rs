@@ -382,6 +382,133 @@ fn the_man_page_gives_the_binarys_defaults_variables_exit_codes_and_version() {
     assert!(title.contains(&version), "{title} should name {version}");
 }
 
+/// The keys of a JSON document, recursively. The keys of `skipped` (skip
+/// reasons, documented as such) and of `status --json`'s top level (wrapper
+/// ids) are data, not schema: only the values below them are walked.
+fn json_keys(value: &serde_json::Value, out: &mut BTreeSet<String>) {
+    match value {
+        serde_json::Value::Object(map) => {
+            for (key, value) in map {
+                out.insert(key.clone());
+                if key != "skipped" {
+                    json_keys(value, out);
+                }
+            }
+        }
+        serde_json::Value::Array(items) => items.iter().for_each(|item| json_keys(item, out)),
+        _ => {}
+    }
+}
+
+/// Runs the binary and parses its stdout as one JSON document.
+fn document(mut command: Command, expected_code: i32) -> serde_json::Value {
+    let output = command.output().expect("run rch-sweep");
+    assert_eq!(
+        output.status.code(),
+        Some(expected_code),
+        "{}",
+        stderr(&output)
+    );
+    serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|error| panic!("not one JSON document ({error}): {}", stdout(&output)))
+}
+
+#[test]
+fn every_key_the_binary_emits_in_json_is_documented_in_the_man_page() {
+    let world = World::new();
+    let stranded = Journal::stale("hz4", 2 * HOUR_MS);
+    world.add(&stranded);
+    // Skipped with a canonical name (so with wrapper_id), and without one.
+    world.write(&format!("{}.json", new_id()), "{}");
+    world.write("notes.json", "{}");
+    let rch = world.script("rch", "echo 'worker unreachable' >&2\nexit 1");
+    let rch = rch.to_str().expect("utf8");
+
+    let mut documents: Vec<(&str, serde_json::Value)> = vec![
+        (
+            "dry run",
+            document(world.command(&["--json", "--verbose", "--dry-run"]), 0),
+        ),
+        (
+            "run",
+            document(world.command(&["--json", "--verbose", "--rch", rch]), 1),
+        ),
+        (
+            "run, backing off",
+            document(world.command(&["--json", "--verbose", "--rch", rch]), 0),
+        ),
+    ];
+    let mut status = World::bare_command();
+    status
+        .args(["status", "--json", "--state-file"])
+        .arg(world.state_file());
+    let status = document(status, 0);
+    assert!(status.get(&stranded.id).is_some(), "{status}");
+    documents.push(("status --json", status));
+    {
+        use std::os::fd::AsRawFd;
+        let lock = fs::OpenOptions::new()
+            .write(true)
+            .open(world.state_file().with_file_name("backoff.json.lock"))
+            .expect("open lock");
+        // SAFETY: a valid open descriptor.
+        let held = unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        assert_eq!(held, 0);
+        documents.push((
+            "lock held",
+            document(world.command(&["--json", "--rch", rch]), 75),
+        ));
+    }
+
+    let documented: BTreeSet<String> = man_items()
+        .into_iter()
+        .filter(|item| item.section == "JSON OUTPUT")
+        .flat_map(|item| {
+            item.tag
+                .split_whitespace()
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let mut all = BTreeSet::new();
+    for (name, document) in &documents {
+        let mut keys = BTreeSet::new();
+        if *name == "status --json" {
+            for entry in document.as_object().expect("object").values() {
+                json_keys(entry, &mut keys);
+            }
+        } else {
+            json_keys(document, &mut keys);
+        }
+        let missing: Vec<&String> = keys.difference(&documented).collect();
+        assert!(
+            missing.is_empty(),
+            "{name}: JSON OUTPUT of {MAN} does not document {missing:?}\n{document}"
+        );
+        all.extend(keys);
+    }
+    // The documents did show what they were meant to, or this proves little.
+    for key in [
+        "would_recover",
+        "interrupted",
+        "error",
+        "failures",
+        "next_attempt_unix_ms",
+        "file",
+        "reason",
+        "last_error",
+        "due",
+        "exit_code",
+    ] {
+        assert!(all.contains(key), "no document emitted {key}: {all:?}");
+    }
+    let page = man_source();
+    assert!(
+        mentions(&page, "2^53") && mentions(&page, "jq 1.7"),
+        "{MAN} must warn about integers beyond 2^53"
+    );
+}
+
 /// Runs groff's lint on a page: None when groff is absent.
 fn groff_warnings(page: &Path) -> Option<(bool, String)> {
     match Command::new("groff")
