@@ -81,34 +81,37 @@ pub struct RunArgs {
     #[arg(long, value_name = "PATH", env = "RCH_SOCKET_PATH")]
     pub socket: Option<PathBuf>,
 
-    /// Recoveries started in one run, and most in flight at once
+    /// Recoveries started in one run, and most in flight at once (1 to 64)
     #[arg(long, value_name = "N", default_value_t = 4,
           value_parser = clap::value_parser!(u16).range(1..=64))]
     pub max_recoveries: u16,
 
-    /// Handed to the child as --timeout-secs
+    /// Handed to the child as --timeout-secs (whole seconds, 1 to 86400)
     #[arg(long, value_name = "SECS", default_value_t = 300,
-          value_parser = clap::value_parser!(u64).range(1..=86_400))]
+          value_parser = seconds(1, 86_400))]
     pub recover_timeout: u64,
 
     /// Slack after the timeout before the child's process group is killed
+    /// (whole seconds, 0 to 86400)
     #[arg(long, value_name = "SECS", default_value_t = 30,
-          value_parser = clap::value_parser!(u64).range(0..=86_400))]
+          value_parser = seconds(0, 86_400))]
     pub kill_grace: u64,
 
-    /// Heartbeat age before an owner may be judged gone
+    /// Heartbeat age before an owner may be judged gone (whole seconds, 0 to
+    /// 31536000)
     #[arg(long, value_name = "SECS", default_value_t = 900,
-          value_parser = clap::value_parser!(u64).range(0..=31_536_000))]
+          value_parser = seconds(0, 31_536_000))]
     pub stale_after: u64,
 
-    /// Delay after the first failure; doubles per failure
+    /// Delay after the first failure; doubles per failure (whole seconds, 0 to
+    /// 31536000, at most --backoff-max)
     #[arg(long, value_name = "SECS", default_value_t = 600,
-          value_parser = clap::value_parser!(u64).range(0..=31_536_000))]
+          value_parser = seconds(0, 31_536_000))]
     pub backoff_base: u64,
 
-    /// Cap on the backoff delay
+    /// Cap on the backoff delay (whole seconds, 0 to 31536000)
     #[arg(long, value_name = "SECS", default_value_t = 21_600,
-          value_parser = clap::value_parser!(u64).range(0..=31_536_000))]
+          value_parser = seconds(0, 31_536_000))]
     pub backoff_max: u64,
 
     /// Judge and plan only: start nothing, write nothing, need no rch
@@ -136,6 +139,53 @@ pub struct RunArgs {
     pub quiet: bool,
 }
 
+impl RunArgs {
+    /// What no single flag's parser can see: a first delay above the cap
+    /// would make `--backoff-base` meaningless (every delay is the cap).
+    pub fn check_backoff(&self) -> Result<(), String> {
+        if self.backoff_base > self.backoff_max {
+            return Err(format!(
+                "--backoff-base {} is above --backoff-max {}: the first delay may not exceed the cap; lower --backoff-base or raise --backoff-max",
+                self.backoff_base, self.backoff_max
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A value parser for a duration flag: whole seconds within `min..=max`.
+/// A refused value says the unit, and a value with a unit suffix (`10m`)
+/// gets the number to write instead (`600`).
+fn seconds(min: u64, max: u64) -> impl Fn(&str) -> Result<u64, String> + Clone {
+    move |text: &str| {
+        let range = format!("whole seconds, {min} to {max}");
+        match text.trim().parse::<u64>() {
+            Ok(value) if (min..=max).contains(&value) => Ok(value),
+            Ok(_) => Err(format!("out of range: takes {range}")),
+            Err(_) => Err(match suffixed_seconds(text.trim()) {
+                Some(value) => format!("takes {range}; for {text} write {value}"),
+                None => format!("takes {range} (a plain number, like 600)"),
+            }),
+        }
+    }
+}
+
+/// `10m` → 600, `2h` → 7200, `1d` → 86400, `30s` → 30: what an operator
+/// who wrote a unit meant, in seconds.
+fn suffixed_seconds(text: &str) -> Option<u64> {
+    let split = text.find(|c: char| !c.is_ascii_digit())?;
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number.parse().ok()?;
+    let factor = match unit.to_ascii_lowercase().as_str() {
+        "s" | "sec" | "secs" | "second" | "seconds" => 1,
+        "m" | "min" | "mins" | "minute" | "minutes" => 60,
+        "h" | "hr" | "hour" | "hours" => 3_600,
+        "d" | "day" | "days" => 86_400,
+        _ => return None,
+    };
+    number.checked_mul(factor)
+}
+
 #[derive(Debug, Args)]
 pub struct StatusArgs {
     #[command(flatten)]
@@ -155,7 +205,8 @@ pub struct ForgetArgs {
     #[arg(long, conflicts_with = "wrapper_ids")]
     pub all: bool,
 
-    /// Wrapper ids (rchw-<uuid>) whose entries to remove
+    /// Wrapper ids (rchw-<uuid>) or journal file names (rchw-<uuid>.json)
+    /// whose entries to remove
     #[arg(value_name = "WRAPPER_ID", required_unless_present = "all")]
     pub wrapper_ids: Vec<String>,
 }
@@ -179,6 +230,42 @@ mod tests {
         assert_eq!(cli.run.max_recoveries, 2);
         let cli = Cli::try_parse_from(["rch-sweep", "run", "--json"]).expect("parses");
         assert!(matches!(cli.command, Some(Command::Run(ref args)) if args.json));
+    }
+
+    #[test]
+    fn durations_teach_their_unit() {
+        let parse = seconds(0, 31_536_000);
+        assert_eq!(parse("600"), Ok(600));
+        assert_eq!(
+            parse("10m"),
+            Err("takes whole seconds, 0 to 31536000; for 10m write 600".into())
+        );
+        assert!(parse("2h").is_err_and(|e| e.ends_with("for 2h write 7200")));
+        assert!(parse("1d").is_err_and(|e| e.ends_with("for 1d write 86400")));
+        assert!(parse("1.5").is_err_and(|e| e.contains("whole seconds")));
+        assert!(parse("31536001").is_err_and(|e| e.contains("out of range")));
+        assert!(seconds(1, 10)("0").is_err());
+    }
+
+    #[test]
+    fn a_backoff_base_above_the_max_is_refused() {
+        let cli = Cli::try_parse_from([
+            "rch-sweep",
+            "--backoff-base",
+            "7200",
+            "--backoff-max",
+            "600",
+        ])
+        .expect("each value alone is valid");
+        let why = cli.run.check_backoff().expect_err("base above max");
+        assert!(
+            why.contains("--backoff-base 7200 is above --backoff-max 600"),
+            "{why}"
+        );
+        let cli =
+            Cli::try_parse_from(["rch-sweep", "--backoff-base", "600", "--backoff-max", "600"])
+                .expect("parses");
+        assert!(cli.run.check_backoff().is_ok());
     }
 
     #[test]

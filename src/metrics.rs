@@ -1,14 +1,48 @@
 //! node_exporter textfile-collector metrics for one run, replaced atomically
 //! so the collector never reads a half-written file. Every series is written
 //! on every run, zeros included, so alerts see stable series.
+//!
+//! Every series carries `lease_dir="<absolute lease directory>"`: several
+//! users' sweeps write their files into one textfile directory, and
+//! node_exporter refuses to serve the same series from two files, so without
+//! that label only one user's sweep would be seen.
 
+use crate::exit::{ExitCode, Fatal};
 use crate::fsio;
 use crate::judge::SkipReason;
 use crate::report::Summary;
+use std::ffi::CString;
 use std::fmt::Write;
 use std::io;
-use std::path::Path;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
+
+/// The outcomes `rch_sweep_recoveries` is broken down by (SPEC "Metrics
+/// file"), in that order.
+pub const OUTCOMES: [&str; 5] = ["recovered", "failed", "vanished", "interrupted", "deferred"];
+
+/// A label value in the text format: backslash, double quote and newline
+/// escaped, nothing else changed.
+pub fn escape_label_value(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for c in value.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The lease directory as the label shows it: absolute, so that two users'
+/// relative `--lease-dir job-leases` cannot collide. Symlinks are not
+/// resolved: the label names what the operator configured.
+fn absolute(lease_dir: &Path) -> PathBuf {
+    std::path::absolute(lease_dir).unwrap_or_else(|_| lease_dir.to_path_buf())
+}
 
 /// Renders the metrics text. `last_success_unix_ms` comes from the state
 /// file, so it survives runs that failed.
@@ -17,47 +51,50 @@ pub fn render(summary: &Summary, now: SystemTime, last_success_unix_ms: Option<u
     let now_secs = now
         .duration_since(UNIX_EPOCH)
         .map_or(0.0, |since| since.as_secs_f64());
+    let lease_dir = format!(
+        "lease_dir=\"{}\"",
+        escape_label_value(&absolute(&summary.lease_dir).to_string_lossy())
+    );
     let mut out = String::new();
-    let mut gauge = |name: &str, help: &str, samples: &[(&str, f64)]| {
+    // Each sample: its extra label (`key="value"`, or "") and its value.
+    let mut gauge = |name: &str, help: &str, samples: &[(String, f64)]| {
         let _ = writeln!(out, "# HELP {name} {help}");
         let _ = writeln!(out, "# TYPE {name} gauge");
-        for (labels, value) in samples {
-            let _ = writeln!(out, "{name}{labels} {value}");
+        for (label, value) in samples {
+            let separator = if label.is_empty() { "" } else { "," };
+            let _ = writeln!(out, "{name}{{{lease_dir}{separator}{label}}} {value}");
         }
     };
+    let plain = |value: f64| [(String::new(), value)];
     gauge(
         "rch_sweep_last_run_timestamp_seconds",
         "Unix time at which the last rch-sweep run ended.",
-        &[("", now_secs)],
+        &plain(now_secs),
     );
     gauge(
         "rch_sweep_last_success_timestamp_seconds",
         "Unix time at which the last rch-sweep run that exited 0 ended (0 if none yet).",
-        &[(
-            "",
-            last_success_unix_ms.map_or(0.0, |ms| ms as f64 / 1000.0),
-        )],
+        &plain(last_success_unix_ms.map_or(0.0, |ms| ms as f64 / 1000.0)),
     );
     gauge(
         "rch_sweep_run_duration_seconds",
         "Wall time of the last run.",
-        &[("", summary.duration.as_secs_f64())],
+        &plain(summary.duration.as_secs_f64()),
     );
     gauge(
         "rch_sweep_journals_scanned",
         "Lease journals (*.json entries) seen by the last run.",
-        &[("", summary.scanned as f64)],
+        &plain(summary.scanned as f64),
     );
     let skipped: Vec<(String, f64)> = SkipReason::ALL
         .iter()
         .map(|reason| {
             (
-                format!("{{reason=\"{}\"}}", reason.as_str()),
+                format!("reason=\"{}\"", reason.as_str()),
                 summary.skipped[reason.index()] as f64,
             )
         })
         .collect();
-    let skipped: Vec<(&str, f64)> = skipped.iter().map(|(l, v)| (l.as_str(), *v)).collect();
     gauge(
         "rch_sweep_journals_skipped",
         "Journals the last run skipped, by reason.",
@@ -66,27 +103,34 @@ pub fn render(summary: &Summary, now: SystemTime, last_success_unix_ms: Option<u
     gauge(
         "rch_sweep_candidates",
         "Journals whose owner is gone while they still own source or await the daemon.",
-        &[("", counts.candidates as f64)],
+        &plain(counts.candidates as f64),
     );
     gauge(
         "rch_sweep_backing_off",
         "Candidates not attempted because an earlier failure's backoff has not expired.",
-        &[("", counts.backing_off as f64)],
+        &plain(counts.backing_off as f64),
     );
+    let by_outcome = [
+        counts.recovered,
+        counts.failed,
+        counts.vanished,
+        counts.interrupted,
+        counts.deferred,
+    ];
+    let recoveries: Vec<(String, f64)> = OUTCOMES
+        .iter()
+        .zip(by_outcome)
+        .map(|(outcome, count)| (format!("outcome=\"{outcome}\""), count as f64))
+        .collect();
     gauge(
         "rch_sweep_recoveries",
         "Candidates of the last run by outcome.",
-        &[
-            ("{outcome=\"recovered\"}", counts.recovered as f64),
-            ("{outcome=\"failed\"}", counts.failed as f64),
-            ("{outcome=\"vanished\"}", counts.vanished as f64),
-            ("{outcome=\"deferred\"}", counts.deferred as f64),
-        ],
+        &recoveries,
     );
     gauge(
         "rch_sweep_exit_code",
         "Exit status of the last run.",
-        &[("", f64::from(summary.exit_code.code()))],
+        &plain(f64::from(summary.exit_code.code())),
     );
     out
 }
@@ -95,4 +139,83 @@ pub fn render(summary: &Summary, now: SystemTime, last_success_unix_ms: Option<u
 pub fn write(path: &Path, summary: &Summary, last_success_unix_ms: Option<u64>) -> io::Result<()> {
     let text = render(summary, SystemTime::now(), last_success_unix_ms);
     fsio::write_atomic(path, text.as_bytes(), 0o644)
+}
+
+/// Checks, before any recovery starts, that the metrics file's folder
+/// exists, is a directory and is writable by this user: finding out only
+/// when the file is written, after the recoveries, would leave monitoring
+/// blind to a run that already did its work. An error is exit 74 with a
+/// message naming the file and the fix.
+pub fn check_folder(path: &Path) -> anyhow::Result<()> {
+    let folder = fsio::parent_dir(path);
+    let fail = |why: String| {
+        Fatal::error(
+            ExitCode::Io,
+            format!("--metrics-file {}: {why}", path.display()),
+        )
+    };
+    match std::fs::metadata(folder) {
+        Ok(meta) if !meta.is_dir() => Err(fail(format!(
+            "{} is not a directory; point --metrics-file / RCH_SWEEP_METRICS_FILE into node_exporter's textfile directory",
+            folder.display()
+        ))),
+        Ok(_) => writable(folder).map_err(|error| {
+            fail(format!(
+                "cannot write into {} ({error}); give this user write access to it (e.g. a group-writable textfile directory) or point --metrics-file elsewhere",
+                folder.display()
+            ))
+        }),
+        Err(error) if error.kind() == io::ErrorKind::NotFound => Err(fail(format!(
+            "its folder {} does not exist; create it (install -d -m 0755 {}) or point --metrics-file / RCH_SWEEP_METRICS_FILE into node_exporter's textfile directory",
+            folder.display(),
+            folder.display()
+        ))),
+        Err(error) => Err(fail(format!("cannot inspect {}: {error}", folder.display()))),
+    }
+}
+
+/// Whether this process may create and rename files in `folder`, as the
+/// kernel judges it (modes, ACLs, a read-only mount), without writing there.
+fn writable(folder: &Path) -> io::Result<()> {
+    let path = CString::new(folder.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))?;
+    // SAFETY: `path` is a valid NUL-terminated string for the duration of the
+    // call; access only reads it. (rch-sweep is never set-uid, so the real
+    // ids access checks are the effective ones.)
+    let rc = unsafe { libc::access(path.as_ptr(), libc::W_OK | libc::X_OK) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn label_values_escape_what_the_text_format_requires() {
+        assert_eq!(
+            escape_label_value("/home/a/job-leases"),
+            "/home/a/job-leases"
+        );
+        assert_eq!(
+            escape_label_value("a\\b\"c\nd{e},f"),
+            "a\\\\b\\\"c\\nd{e},f"
+        );
+    }
+
+    #[test]
+    fn a_missing_or_file_folder_is_refused_with_exit_74() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        assert!(check_folder(&dir.path().join("ok.prom")).is_ok());
+        let missing = dir.path().join("nope/rch.prom");
+        let error = check_folder(&missing).expect_err("missing folder");
+        assert_eq!(crate::exit::code_of(&error), ExitCode::Io);
+        assert!(error.to_string().contains("does not exist"), "{error}");
+        std::fs::write(dir.path().join("file"), "").expect("write");
+        let error = check_folder(&dir.path().join("file/rch.prom")).expect_err("file");
+        assert!(error.to_string().contains("not a directory"), "{error}");
+    }
 }

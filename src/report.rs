@@ -17,6 +17,8 @@ pub enum Outcome {
     Recovered,
     Failed,
     Vanished,
+    /// A stop signal cut the attempt short; no failure is counted.
+    Interrupted,
     BackingOff,
     Deferred,
     WouldRecover,
@@ -28,6 +30,7 @@ impl Outcome {
             Outcome::Recovered => "recovered",
             Outcome::Failed => "failed",
             Outcome::Vanished => "vanished",
+            Outcome::Interrupted => "interrupted",
             Outcome::BackingOff => "backing_off",
             Outcome::Deferred => "deferred",
             Outcome::WouldRecover => "would_recover",
@@ -72,6 +75,7 @@ pub struct Counts {
     pub recovered: usize,
     pub failed: usize,
     pub vanished: usize,
+    pub interrupted: usize,
     pub deferred: usize,
     pub would_recover: usize,
 }
@@ -87,12 +91,13 @@ impl Summary {
                 Outcome::Recovered => counts.recovered += 1,
                 Outcome::Failed => counts.failed += 1,
                 Outcome::Vanished => counts.vanished += 1,
+                Outcome::Interrupted => counts.interrupted += 1,
                 Outcome::BackingOff => counts.backing_off += 1,
                 Outcome::Deferred => counts.deferred += 1,
                 Outcome::WouldRecover => counts.would_recover += 1,
             }
         }
-        counts.attempted = counts.recovered + counts.failed + counts.vanished;
+        counts.attempted = counts.recovered + counts.failed + counts.vanished + counts.interrupted;
         counts
     }
 
@@ -124,6 +129,7 @@ impl Summary {
             recovered: counts.recovered,
             failed: counts.failed,
             vanished: counts.vanished,
+            interrupted: counts.interrupted,
             deferred: counts.deferred,
             would_recover: self.dry_run.then_some(counts.would_recover),
             leases,
@@ -233,9 +239,23 @@ impl Summary {
                 "backing off ({})",
                 retry(line.failures, line.next_attempt_unix_ms)
             ),
+            Outcome::Interrupted => format!(
+                "interrupted by {} after {} (not counted as a failure)",
+                self.stop_signal(),
+                seconds(line.duration.unwrap_or_default())
+            ),
             Outcome::Vanished => "vanished (finished elsewhere)".into(),
             Outcome::Deferred => "deferred to the next run".into(),
             Outcome::WouldRecover => "would recover".into(),
+        }
+    }
+
+    /// The name of the signal that stopped the run (the first one received
+    /// decides the exit code, so the code names it).
+    fn stop_signal(&self) -> &'static str {
+        match self.exit_code {
+            ExitCode::Signal(signal) => crate::signals::name(signal),
+            _ => "a signal",
         }
     }
 
@@ -275,13 +295,14 @@ impl Summary {
         } else {
             let _ = write!(
                 line,
-                "; {} candidate{}: {} backing off, {} recovered, {} failed, {} vanished, {} deferred",
+                "; {} candidate{}: {} backing off, {} recovered, {} failed, {} vanished, {} interrupted, {} deferred",
                 counts.candidates,
                 if counts.candidates == 1 { "" } else { "s" },
                 counts.backing_off,
                 counts.recovered,
                 counts.failed,
                 counts.vanished,
+                counts.interrupted,
                 counts.deferred
             );
         }
@@ -329,6 +350,7 @@ struct JsonSummary<'a> {
     recovered: usize,
     failed: usize,
     vanished: usize,
+    interrupted: usize,
     deferred: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     would_recover: Option<usize>,
@@ -459,6 +481,34 @@ mod tests {
         assert_eq!(value["leases"][1]["error"], "exit status: 1: boom");
         assert_eq!(value["leases"][1]["failures"], 2);
         assert!(value["leases"][0].get("error").is_none());
+    }
+
+    #[test]
+    fn an_interrupted_attempt_is_attempted_but_not_failed() {
+        let mut s = summary(
+            false,
+            vec![
+                line("a", Outcome::Interrupted),
+                line("b", Outcome::Recovered),
+                line("c", Outcome::Deferred),
+            ],
+        );
+        s.exit_code = ExitCode::Signal(libc::SIGTERM);
+        let value: serde_json::Value = serde_json::from_str(&s.json()).expect("json");
+        assert_eq!(value["interrupted"], 1);
+        assert_eq!(value["failed"], 0);
+        assert_eq!(value["attempted"], 2);
+        assert_eq!(value["leases"][0]["outcome"], "interrupted");
+        assert_eq!(value["exit_code"], 143);
+        let text = s.human(false);
+        assert!(
+            text.contains("interrupted by SIGTERM after 8.1s (not counted as a failure)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("0 failed, 0 vanished, 1 interrupted"),
+            "{text}"
+        );
     }
 
     #[test]

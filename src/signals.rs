@@ -1,14 +1,24 @@
 //! SIGINT, SIGTERM and SIGHUP end a run cleanly: the handler only records the
 //! signal; the main loop sees it, stops new starts, has every running child's
-//! group killed, writes the state file, and exits 128 + N.
+//! group killed, writes the state file, and exits 128 + N. The first signal
+//! decides N: a second one (an impatient Ctrl-C after systemd's SIGTERM) must
+//! not rewrite what the run reports as the reason it stopped.
 
 use std::sync::atomic::{AtomicI32, Ordering};
 
 static RECEIVED: AtomicI32 = AtomicI32::new(0);
 
 extern "C" fn record(signal: libc::c_int) {
-    // Only an atomic store: async-signal-safe.
-    RECEIVED.store(signal, Ordering::SeqCst);
+    // Only a lock-free atomic operation: async-signal-safe. Only the first
+    // signal is kept; a later one finds the slot taken and changes nothing.
+    let _ = first_wins(&RECEIVED, signal);
+}
+
+/// Stores `signal` in `slot` unless a signal is already there; returns
+/// whether it was stored.
+fn first_wins(slot: &AtomicI32, signal: i32) -> bool {
+    slot.compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst)
+        .is_ok()
 }
 
 /// Installs the handlers. Called once a run holds its lock and may have
@@ -47,5 +57,19 @@ pub fn name(signal: i32) -> &'static str {
         libc::SIGTERM => "SIGTERM",
         libc::SIGHUP => "SIGHUP",
         _ => "signal",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_signal_is_kept() {
+        let slot = AtomicI32::new(0);
+        assert!(first_wins(&slot, libc::SIGTERM));
+        assert!(!first_wins(&slot, libc::SIGINT));
+        assert!(!first_wins(&slot, libc::SIGHUP));
+        assert_eq!(slot.load(Ordering::SeqCst), libc::SIGTERM);
     }
 }

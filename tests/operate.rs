@@ -382,6 +382,133 @@ fn the_man_page_gives_the_binarys_defaults_variables_exit_codes_and_version() {
     assert!(title.contains(&version), "{title} should name {version}");
 }
 
+/// The keys of a JSON document, recursively. The keys of `skipped` (skip
+/// reasons, documented as such) and of `status --json`'s top level (wrapper
+/// ids) are data, not schema: only the values below them are walked.
+fn json_keys(value: &serde_json::Value, out: &mut BTreeSet<String>) {
+    match value {
+        serde_json::Value::Object(map) => {
+            for (key, value) in map {
+                out.insert(key.clone());
+                if key != "skipped" {
+                    json_keys(value, out);
+                }
+            }
+        }
+        serde_json::Value::Array(items) => items.iter().for_each(|item| json_keys(item, out)),
+        _ => {}
+    }
+}
+
+/// Runs the binary and parses its stdout as one JSON document.
+fn document(mut command: Command, expected_code: i32) -> serde_json::Value {
+    let output = command.output().expect("run rch-sweep");
+    assert_eq!(
+        output.status.code(),
+        Some(expected_code),
+        "{}",
+        stderr(&output)
+    );
+    serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|error| panic!("not one JSON document ({error}): {}", stdout(&output)))
+}
+
+#[test]
+fn every_key_the_binary_emits_in_json_is_documented_in_the_man_page() {
+    let world = World::new();
+    let stranded = Journal::stale("hz4", 2 * HOUR_MS);
+    world.add(&stranded);
+    // Skipped with a canonical name (so with wrapper_id), and without one.
+    world.write(&format!("{}.json", new_id()), "{}");
+    world.write("notes.json", "{}");
+    let rch = world.script("rch", "echo 'worker unreachable' >&2\nexit 1");
+    let rch = rch.to_str().expect("utf8");
+
+    let mut documents: Vec<(&str, serde_json::Value)> = vec![
+        (
+            "dry run",
+            document(world.command(&["--json", "--verbose", "--dry-run"]), 0),
+        ),
+        (
+            "run",
+            document(world.command(&["--json", "--verbose", "--rch", rch]), 1),
+        ),
+        (
+            "run, backing off",
+            document(world.command(&["--json", "--verbose", "--rch", rch]), 0),
+        ),
+    ];
+    let mut status = World::bare_command();
+    status
+        .args(["status", "--json", "--state-file"])
+        .arg(world.state_file());
+    let status = document(status, 0);
+    assert!(status.get(&stranded.id).is_some(), "{status}");
+    documents.push(("status --json", status));
+    {
+        use std::os::fd::AsRawFd;
+        let lock = fs::OpenOptions::new()
+            .write(true)
+            .open(world.state_file().with_file_name("backoff.json.lock"))
+            .expect("open lock");
+        // SAFETY: a valid open descriptor.
+        let held = unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        assert_eq!(held, 0);
+        documents.push((
+            "lock held",
+            document(world.command(&["--json", "--rch", rch]), 75),
+        ));
+    }
+
+    let documented: BTreeSet<String> = man_items()
+        .into_iter()
+        .filter(|item| item.section == "JSON OUTPUT")
+        .flat_map(|item| {
+            item.tag
+                .split_whitespace()
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let mut all = BTreeSet::new();
+    for (name, document) in &documents {
+        let mut keys = BTreeSet::new();
+        if *name == "status --json" {
+            for entry in document.as_object().expect("object").values() {
+                json_keys(entry, &mut keys);
+            }
+        } else {
+            json_keys(document, &mut keys);
+        }
+        let missing: Vec<&String> = keys.difference(&documented).collect();
+        assert!(
+            missing.is_empty(),
+            "{name}: JSON OUTPUT of {MAN} does not document {missing:?}\n{document}"
+        );
+        all.extend(keys);
+    }
+    // The documents did show what they were meant to, or this proves little.
+    for key in [
+        "would_recover",
+        "interrupted",
+        "error",
+        "failures",
+        "next_attempt_unix_ms",
+        "file",
+        "reason",
+        "last_error",
+        "due",
+        "exit_code",
+    ] {
+        assert!(all.contains(key), "no document emitted {key}: {all:?}");
+    }
+    let page = man_source();
+    assert!(
+        mentions(&page, "2^53") && mentions(&page, "jq 1.7"),
+        "{MAN} must warn about integers beyond 2^53"
+    );
+}
+
 /// Runs groff's lint on a page: None when groff is absent.
 fn groff_warnings(page: &Path) -> Option<(bool, String)> {
     match Command::new("groff")
@@ -840,12 +967,32 @@ fn metrics(path: &Path) -> BTreeMap<String, Family> {
     parse_prometheus(&text).unwrap_or_else(|why| panic!("{why}\n{text}"))
 }
 
-fn sample(families: &BTreeMap<String, Family>, name: &str, labels: &str) -> f64 {
+/// The value of `name{lease_dir="<lease_dir>"[,extra]}`.
+fn sample(families: &BTreeMap<String, Family>, lease_dir: &Path, name: &str, extra: &str) -> f64 {
+    let mut labels = format!("lease_dir=\"{}\"", lease_dir.display());
+    if !extra.is_empty() {
+        labels.push(',');
+        labels.push_str(extra);
+    }
     families
         .get(name)
-        .and_then(|family| family.samples.get(labels))
+        .and_then(|family| family.samples.get(&labels))
         .copied()
-        .unwrap_or_else(|| panic!("no sample {name}{{{labels}}}"))
+        .unwrap_or_else(|| panic!("no sample {name}{{{labels}}} in {families:?}"))
+}
+
+/// Every sample of every family carries `lease_dir="<lease_dir>"`, first.
+fn assert_all_labelled(families: &BTreeMap<String, Family>, lease_dir: &Path) {
+    let label = format!("lease_dir=\"{}\"", lease_dir.display());
+    for (name, family) in families {
+        assert!(!family.samples.is_empty(), "{name} has no samples");
+        for labels in family.samples.keys() {
+            assert!(
+                labels == &label || labels.starts_with(&format!("{label},")),
+                "{name}{{{labels}}} lacks {label}"
+            );
+        }
+    }
 }
 
 #[test]
@@ -879,25 +1026,56 @@ fn a_sweep_writes_prometheus_metrics_atomically_and_keeps_the_last_success() {
     let output = world.run(&["--rch", rch, "--metrics-file", prom_arg]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let first = metrics(&prom);
+    let leases = world.leases();
+    assert_all_labelled(&first, &leases);
     let written: BTreeSet<String> = first.keys().cloned().collect();
     assert_eq!(written, names_in_source());
     assert!(written.len() >= 9, "{written:?}");
     for (name, family) in &first {
         assert_eq!(family.kind.as_deref(), Some("gauge"), "{name}");
     }
-    assert_eq!(sample(&first, "rch_sweep_exit_code", ""), 0.0);
-    assert_eq!(sample(&first, "rch_sweep_journals_scanned", ""), 1.0);
-    assert_eq!(sample(&first, "rch_sweep_candidates", ""), 1.0);
+    assert_eq!(sample(&first, &leases, "rch_sweep_exit_code", ""), 0.0);
     assert_eq!(
-        sample(&first, "rch_sweep_recoveries", "outcome=\"recovered\""),
+        sample(&first, &leases, "rch_sweep_journals_scanned", ""),
         1.0
     );
-    let last_success = sample(&first, "rch_sweep_last_success_timestamp_seconds", "");
+    assert_eq!(sample(&first, &leases, "rch_sweep_candidates", ""), 1.0);
+    assert_eq!(
+        sample(
+            &first,
+            &leases,
+            "rch_sweep_recoveries",
+            "outcome=\"recovered\""
+        ),
+        1.0
+    );
+    let outcomes: BTreeSet<&str> = first["rch_sweep_recoveries"]
+        .samples
+        .keys()
+        .filter_map(|labels| labels.split("outcome=\"").nth(1))
+        .map(|rest| rest.trim_end_matches('"'))
+        .collect();
+    assert_eq!(
+        outcomes,
+        ["deferred", "failed", "interrupted", "recovered", "vanished"].into(),
+        "every outcome, zeros included"
+    );
+    assert_eq!(
+        first["rch_sweep_journals_skipped"].samples.len(),
+        rch_sweep::judge::SkipReason::ALL.len(),
+        "every skip reason, zeros included"
+    );
+    let last_success = sample(
+        &first,
+        &leases,
+        "rch_sweep_last_success_timestamp_seconds",
+        "",
+    );
     let state_ms = world.state()["last_success_unix_ms"]
         .as_u64()
         .expect("last success in the state");
     assert_eq!(last_success, state_ms as f64 / 1000.0);
-    let last_run = sample(&first, "rch_sweep_last_run_timestamp_seconds", "");
+    let last_run = sample(&first, &leases, "rch_sweep_last_run_timestamp_seconds", "");
     assert!(last_run >= last_success && last_run < (now_ms() as f64 / 1000.0) + 1.0);
     let meta = fs::metadata(&prom).expect("metadata");
     assert_eq!(meta.mode() & 0o777, 0o644, "readable by the collector");
@@ -911,21 +1089,37 @@ fn a_sweep_writes_prometheus_metrics_atomically_and_keeps_the_last_success() {
     let output = world.run(&["--rch", rch, "--metrics-file", prom_arg]);
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     let second = metrics(&prom);
-    assert_eq!(sample(&second, "rch_sweep_exit_code", ""), 1.0);
+    assert_all_labelled(&second, &leases);
+    assert_eq!(sample(&second, &leases, "rch_sweep_exit_code", ""), 1.0);
     assert_eq!(
-        sample(&second, "rch_sweep_recoveries", "outcome=\"failed\""),
+        sample(
+            &second,
+            &leases,
+            "rch_sweep_recoveries",
+            "outcome=\"failed\""
+        ),
         1.0
     );
     assert_eq!(
-        sample(&second, "rch_sweep_journals_skipped", "reason=\"terminal\""),
+        sample(
+            &second,
+            &leases,
+            "rch_sweep_journals_skipped",
+            "reason=\"terminal\""
+        ),
         1.0
     );
     assert_eq!(
-        sample(&second, "rch_sweep_last_success_timestamp_seconds", ""),
+        sample(
+            &second,
+            &leases,
+            "rch_sweep_last_success_timestamp_seconds",
+            ""
+        ),
         last_success,
         "the last success survives a failing run"
     );
-    assert!(sample(&second, "rch_sweep_last_run_timestamp_seconds", "") >= last_run);
+    assert!(sample(&second, &leases, "rch_sweep_last_run_timestamp_seconds", "") >= last_run);
     assert_ne!(
         fs::metadata(&prom).expect("metadata").ino(),
         first_inode,
@@ -974,6 +1168,75 @@ fn a_dry_run_writes_no_metrics_and_a_name_without_prom_is_refused() {
         !world.state_file().exists(),
         "a refused command line sweeps nothing"
     );
+}
+
+#[test]
+fn a_metrics_folder_that_cannot_take_the_file_stops_the_run_before_any_recovery() {
+    let world = World::new();
+    world.add(&Journal::stale("hz4", 2 * HOUR_MS));
+    let marker = world.path("child-started");
+    let rch = world.script("rch", &format!("touch '{}'\nexit 1", marker.display()));
+    let rch = rch.to_str().expect("utf8");
+    fs::write(world.path("a-file"), "").expect("write");
+    for (prom, why) in [
+        (world.path("no-such-folder/rch.prom"), "does not exist"),
+        (world.path("a-file/rch.prom"), "is not a directory"),
+    ] {
+        let output = world.run(&["--rch", rch, "--metrics-file", prom.to_str().expect("utf8")]);
+        let text = stderr(&output);
+        assert_eq!(output.status.code(), Some(74), "{text}");
+        assert!(
+            text.contains(&format!("--metrics-file {}", prom.display())) && text.contains(why),
+            "{text}"
+        );
+        assert!(!marker.exists(), "a recovery was started");
+        assert!(
+            !world.state_file().exists(),
+            "a run refused up front writes no state"
+        );
+    }
+    // The fake rch does start when the folder is fine: the marker can appear.
+    fs::create_dir(world.path("textfile")).expect("mkdir");
+    let prom = world.path("textfile/rch.prom");
+    let output = world.run(&["--rch", rch, "--metrics-file", prom.to_str().expect("utf8")]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(marker.exists() && prom.exists());
+}
+
+#[test]
+fn a_metrics_folder_this_user_cannot_write_is_refused_before_any_recovery() {
+    use std::os::unix::process::CommandExt;
+    let world = World::new();
+    world.add(&Journal::stale("hz4", 2 * HOUR_MS));
+    let marker = world.path("child-started");
+    let rch = world.script("rch", &format!("touch '{}'\nexit 1", marker.display()));
+    let folder = world.path("textfile");
+    fs::create_dir(&folder).expect("mkdir");
+    fs::set_permissions(&folder, fs::Permissions::from_mode(0o555)).expect("chmod");
+    let prom = folder.join("rch.prom");
+    let mut command = world.command(&[
+        "--rch",
+        rch.to_str().expect("utf8"),
+        "--metrics-file",
+        prom.to_str().expect("utf8"),
+    ]);
+    if is_root() {
+        // root writes through any mode: run the sweep as `nobody`, for whom
+        // the world must be traversable.
+        fs::set_permissions(world.dir.path(), fs::Permissions::from_mode(0o755)).expect("chmod");
+        command.uid(65534).gid(65534);
+    }
+    let output = command.output().expect("run");
+    assert_eq!(output.status.code(), Some(74), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains(&format!(
+            "--metrics-file {}: cannot write into",
+            prom.display()
+        )),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!marker.exists());
 }
 
 // ---------------------------------------------------------------------------
@@ -1078,6 +1341,59 @@ fn version_prints_the_package_version() {
             help(&[flag]),
             format!("rch-sweep {}\n", env!("CARGO_PKG_VERSION"))
         );
+    }
+}
+
+#[test]
+fn duration_errors_teach_whole_seconds_and_base_above_max_is_refused() {
+    let world = World::new();
+    for flag in [
+        "--recover-timeout",
+        "--kill-grace",
+        "--stale-after",
+        "--backoff-base",
+        "--backoff-max",
+    ] {
+        let output = world.run(&["--dry-run", flag, "10m"]);
+        assert_eq!(output.status.code(), Some(2), "{flag}");
+        let text = stderr(&output);
+        assert!(
+            text.contains(flag)
+                && text.contains("whole seconds")
+                && text.contains("for 10m write 600"),
+            "{flag}: {text}"
+        );
+    }
+    let output = world.run(&["--dry-run", "--backoff-base", "1.5"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("whole seconds"),
+        "{}",
+        stderr(&output)
+    );
+
+    let output = world.run(&[
+        "--dry-run",
+        "--backoff-base",
+        "7200",
+        "--backoff-max",
+        "600",
+    ]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("--backoff-base 7200 is above --backoff-max 600"),
+        "{}",
+        stderr(&output)
+    );
+    // Every range is in --help.
+    let help = help(&["--help"]);
+    for range in [
+        "1 to 64",
+        "whole seconds, 1 to 86400",
+        "whole seconds, 0 to 86400",
+        "whole seconds, 0 to 31536000",
+    ] {
+        assert!(help.contains(range), "--help lacks {range:?}");
     }
 }
 

@@ -497,10 +497,67 @@ fn a_held_lock_is_exit_75_for_run_and_forget_but_not_for_status_or_dry_run() {
 }
 
 #[test]
-fn sigterm_kills_the_childs_group_writes_state_and_adds_no_failure() {
+fn a_held_lock_prints_one_json_document_and_what_the_docs_say_otherwise() {
     let world = World::new();
-    let journal = Journal::stale("hz4", 2 * HOUR_MS);
-    world.add(&journal);
+    world.add(&Journal::stale("hz4", 2 * HOUR_MS));
+    let rch = world.script(
+        "rch",
+        &format!("touch '{}'", world.path("started").display()),
+    );
+    let rch = rch.to_str().expect("utf8");
+    let _held = hold_lock(&world);
+
+    let output = world.run(&["--json", "--rch", rch]);
+    assert_eq!(output.status.code(), Some(75), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert_eq!(text.lines().count(), 1, "one document on one line: {text}");
+    let document: serde_json::Value = serde_json::from_str(&text).expect("json");
+    let keys: Vec<&String> = document.as_object().expect("object").keys().collect();
+    assert_eq!(keys, ["error", "exit_code", "version"], "{document}");
+    assert_eq!(document["version"], 1);
+    assert_eq!(document["exit_code"], 75);
+    let error = document["error"].as_str().expect("error text");
+    assert!(
+        error.contains("pid 4242") && error.contains("backoff.json.lock"),
+        "{error}"
+    );
+
+    // README and systemd/README.md: the default prints one warning line on
+    // stderr and nothing on stdout; --quiet prints nothing at all.
+    let output = world.run(&["--rch", rch]);
+    assert_eq!(output.status.code(), Some(75));
+    assert_eq!(stdout(&output), "");
+    let lines: Vec<String> = stderr(&output).lines().map(str::to_owned).collect();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].starts_with("rch-sweep: warning: another rch-sweep (pid 4242) holds "),
+        "{lines:?}"
+    );
+    let output = world.run(&["--quiet", "--rch", rch]);
+    assert_eq!(output.status.code(), Some(75));
+    assert_eq!(
+        (stdout(&output), stderr(&output)),
+        (String::new(), String::new())
+    );
+    let output = world.run(&["--quiet", "--json", "--rch", rch]);
+    assert_eq!(output.status.code(), Some(75));
+    assert_eq!(stderr(&output), "");
+    assert!(stdout(&output).contains("\"exit_code\":75"));
+    assert!(
+        !world.path("started").exists(),
+        "no child while the lock is held"
+    );
+}
+
+/// A sweep of one stale lease whose fake rch sleeps (touching no journal),
+/// started with `--json` and a metrics file; returns it once the child runs,
+/// with the PIDs of the child and its grandchild.
+fn sweep_with_a_sleeping_child(
+    world: &World,
+    journal: &Journal,
+    json: bool,
+) -> (std::process::Child, Vec<u32>) {
+    world.add(journal);
     let pids = world.path("pids");
     let rch = world.script(
         "rch",
@@ -509,8 +566,19 @@ fn sigterm_kills_the_childs_group_writes_state_and_adds_no_failure() {
             pids = pids.display()
         ),
     );
-    let mut child = world
-        .command(&["--json", "--rch", rch.to_str().expect("utf8")])
+    std::fs::create_dir_all(world.path("textfile")).expect("mkdir textfile");
+    let prom = world.path("textfile/rch.prom");
+    let mut args = vec![
+        "--rch",
+        rch.to_str().expect("utf8"),
+        "--metrics-file",
+        prom.to_str().expect("utf8"),
+    ];
+    if json {
+        args.push("--json");
+    }
+    let child = world
+        .command(&args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -526,14 +594,30 @@ fn sigterm_kills_the_childs_group_writes_state_and_adds_no_failure() {
         .filter_map(|p| p.parse().ok())
         .collect();
     assert_eq!(group.len(), 2);
-    // SAFETY: signalling our own child process.
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let output = {
-        use wait_timeout::ChildExt;
-        let status = child.wait_timeout(Duration::from_secs(10)).expect("wait");
-        assert!(status.is_some(), "rch-sweep did not stop on SIGTERM");
-        child.wait_with_output().expect("output")
-    };
+    (child, group)
+}
+
+/// Sends `signals` to `child` in order and waits (bounded) for its output.
+fn stop_with(mut child: std::process::Child, signals: &[i32]) -> std::process::Output {
+    for signal in signals {
+        // SAFETY: signalling our own child process.
+        unsafe { libc::kill(child.id() as i32, *signal) };
+    }
+    use wait_timeout::ChildExt;
+    let status = child.wait_timeout(Duration::from_secs(10)).expect("wait");
+    if status.is_none() {
+        let _ = child.kill();
+        panic!("rch-sweep did not stop on {signals:?}");
+    }
+    child.wait_with_output().expect("output")
+}
+
+#[test]
+fn sigterm_kills_the_childs_group_writes_state_and_adds_no_failure() {
+    let world = World::new();
+    let journal = Journal::stale("hz4", 2 * HOUR_MS);
+    let (child, group) = sweep_with_a_sleeping_child(&world, &journal, true);
+    let output = stop_with(child, &[libc::SIGTERM]);
     assert_eq!(output.status.code(), Some(143), "{}", stderr(&output));
     for pid in &group {
         assert!(
@@ -543,6 +627,39 @@ fn sigterm_kills_the_childs_group_writes_state_and_adds_no_failure() {
     }
     let document: serde_json::Value = serde_json::from_slice(&output.stdout).expect("json");
     assert_eq!(document["exit_code"], 143);
+    assert_eq!(
+        outcomes(&document),
+        [(journal.id.clone(), "interrupted".to_owned())]
+    );
+    assert_eq!(document["interrupted"], 1);
+    assert_eq!(document["failed"], 0);
+    let count = |key: &str| document[key].as_u64().unwrap_or_else(|| panic!("{key}"));
+    assert_eq!(count("attempted"), 1);
+    assert_eq!(
+        count("attempted"),
+        count("recovered") + count("failed") + count("vanished") + count("interrupted")
+    );
+    assert_eq!(
+        count("candidates"),
+        count("backing_off") + count("attempted") + count("deferred")
+    );
+    assert!(
+        stderr(&output).contains("warning: stopped by SIGTERM"),
+        "{}",
+        stderr(&output)
+    );
+    let metrics = std::fs::read_to_string(world.path("textfile/rch.prom")).expect("metrics");
+    let label = format!("lease_dir=\"{}\"", world.leases().display());
+    for line in [
+        format!("rch_sweep_recoveries{{{label},outcome=\"interrupted\"}} 1"),
+        format!("rch_sweep_recoveries{{{label},outcome=\"failed\"}} 0"),
+        format!("rch_sweep_exit_code{{{label}}} 143"),
+    ] {
+        assert!(
+            metrics.lines().any(|l| l == line),
+            "no `{line}` in:\n{metrics}"
+        );
+    }
     let entry = &world.state()["leases"][&journal.id];
     assert_eq!(entry["failures"], 0, "an interruption is no failure");
     assert!(
@@ -555,6 +672,47 @@ fn sigterm_kills_the_childs_group_writes_state_and_adds_no_failure() {
             .as_str()
             .is_some_and(|e| e.contains("SIGTERM")),
         "{entry}"
+    );
+}
+
+#[test]
+fn the_table_names_an_interrupted_attempt_as_such() {
+    let world = World::new();
+    let journal = Journal::stale("hz4", 2 * HOUR_MS);
+    let (child, _) = sweep_with_a_sleeping_child(&world, &journal, false);
+    let output = stop_with(child, &[libc::SIGTERM]);
+    assert_eq!(output.status.code(), Some(143), "{}", stderr(&output));
+    let table = stdout(&output);
+    let row = table
+        .lines()
+        .find(|line| line.starts_with(&journal.id))
+        .unwrap_or_else(|| panic!("no row for the lease:\n{table}"));
+    assert!(row.contains("interrupted by SIGTERM after "), "{row}");
+    assert!(!row.contains("failed"), "{row}");
+    assert!(
+        table.contains("0 failed, 0 vanished, 1 interrupted"),
+        "{table}"
+    );
+}
+
+#[test]
+fn the_first_of_several_signals_decides_the_exit_code() {
+    let world = World::new();
+    let journal = Journal::stale("hz4", 2 * HOUR_MS);
+    let (child, group) = sweep_with_a_sleeping_child(&world, &journal, true);
+    let output = stop_with(child, &[libc::SIGTERM, libc::SIGINT]);
+    assert_eq!(output.status.code(), Some(143), "{}", stderr(&output));
+    let document: serde_json::Value = serde_json::from_slice(&output.stdout).expect("json");
+    assert_eq!(document["exit_code"], 143);
+    assert_eq!(document["interrupted"], 1);
+    for pid in &group {
+        assert!(gone_within(*pid, 5), "process {pid} survived");
+    }
+    assert!(
+        world.state()["leases"][&journal.id]["last_error"]
+            .as_str()
+            .is_some_and(|e| e.contains("SIGTERM")),
+        "the first signal is the one named"
     );
 }
 
@@ -622,6 +780,56 @@ fn status_and_forget_manage_backoff_entries() {
     assert!(status.get(&b.id).is_some());
     assert_eq!(sub(&["forget", "--all"]).status.code(), Some(0));
     assert_eq!(world.state()["leases"], json!({}));
+}
+
+#[test]
+fn forget_takes_ids_and_file_names_and_refuses_anything_else_whole() {
+    let world = World::new();
+    let a = Journal::stale("a", 3 * HOUR_MS);
+    let b = Journal::stale("b", 2 * HOUR_MS);
+    world.add(&a);
+    world.add(&b);
+    let rch = world.script("rch", "exit 1");
+    world.run(&["--rch", rch.to_str().expect("utf8")]);
+    let forget = |args: &[&str]| {
+        World::bare_command()
+            .arg("forget")
+            .arg("--state-file")
+            .arg(world.state_file())
+            .args(args)
+            .output()
+            .expect("run")
+    };
+    let before = std::fs::read(world.state_file()).expect("state");
+    let uuid = a.id.strip_prefix("rchw-").expect("prefix");
+    for bad in [
+        "not-an-id".to_owned(),
+        a.id.to_uppercase(),
+        format!("rchw-{}", uuid.to_uppercase()),
+        uuid.to_owned(),
+        format!("{}.jsonx", a.id),
+        format!("leases/{}.json", a.id),
+    ] {
+        // A valid id beside it: the bad one still stops everything.
+        let output = forget(&[&b.id, &bad]);
+        assert_eq!(output.status.code(), Some(2), "{bad}: {}", stderr(&output));
+        assert!(
+            stderr(&output).contains(&format!("{bad:?}"))
+                && stderr(&output).contains("nothing was forgotten"),
+            "{bad}: {}",
+            stderr(&output)
+        );
+        assert_eq!(
+            std::fs::read(world.state_file()).expect("state"),
+            before,
+            "{bad}: the state file changed"
+        );
+    }
+    let output = forget(&[&a.file_name()]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let leases = &world.state()["leases"];
+    assert!(leases.get(&a.id).is_none(), "{leases}");
+    assert!(leases.get(&b.id).is_some(), "{leases}");
 }
 
 #[test]

@@ -7,10 +7,14 @@ use crate::cli::ForgetArgs;
 use crate::exit::{ExitCode, Fatal};
 use crate::lock;
 use crate::state;
-use crate::{fsio, log};
+use crate::{fsio, journal, log};
 use anyhow::Result;
 
 pub fn run(args: ForgetArgs) -> Result<ExitCode> {
+    // Before anything else: a typo must forget nothing, not report "no
+    // backoff entry" and exit 0.
+    let wrapper_ids =
+        wrapper_ids(&args.wrapper_ids).map_err(|why| Fatal::error(ExitCode::Usage, why))?;
     let (lease_dir, state_file) = super::resolve_paths(&args.paths);
     super::check_state_outside_leases(&lease_dir, &state_file)?;
     // Before the lock is created beside it.
@@ -39,7 +43,7 @@ pub fn run(args: ForgetArgs) -> Result<ExitCode> {
         count
     } else {
         let mut count = 0;
-        for id in &args.wrapper_ids {
+        for id in &wrapper_ids {
             if backoff.forget(id) {
                 count += 1;
             } else {
@@ -62,4 +66,56 @@ pub fn run(args: ForgetArgs) -> Result<ExitCode> {
         state_file.display()
     ));
     Ok(ExitCode::Success)
+}
+
+/// The wrapper ids the arguments name: each a canonical wrapper id or a
+/// journal's file name (what an operator copies from `ls`). The first
+/// argument that is neither is the error, naming it.
+fn wrapper_ids(arguments: &[String]) -> Result<Vec<String>, String> {
+    arguments
+        .iter()
+        .map(|argument| {
+            if journal::is_wrapper_id(argument) {
+                Ok(argument.clone())
+            } else if let Some(id) = journal::wrapper_id_of(argument.as_bytes()) {
+                Ok(id.to_owned())
+            } else {
+                Err(format!(
+                    "forget: {:?} is neither a wrapper id (rchw-<uuid>, lowercase) nor a journal file name (rchw-<uuid>.json); nothing was forgotten (rch-sweep status lists the ids)",
+                    log::printable(argument)
+                ))
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ID: &str = "rchw-6f1c3b7e-2a4d-4c8e-9b1f-3e5a7d9c2b10";
+
+    #[test]
+    fn ids_and_file_names_name_wrapper_ids() {
+        let args = [ID.to_owned(), format!("{ID}.json")];
+        assert_eq!(wrapper_ids(&args), Ok(vec![ID.to_owned(), ID.to_owned()]));
+    }
+
+    #[test]
+    fn anything_else_is_refused_by_name() {
+        for bad in [
+            "not-an-id",
+            "RCHW-6F1C3B7E-2A4D-4C8E-9B1F-3E5A7D9C2B10",
+            "rchw-6F1C3B7E-2a4d-4c8e-9b1f-3e5a7d9c2b10",
+            "6f1c3b7e-2a4d-4c8e-9b1f-3e5a7d9c2b10",
+            "rchw-6f1c3b7e-2a4d-4c8e-9b1f-3e5a7d9c2b10.jsonx",
+            "rchw-6f1c3b7e2a4d4c8e9b1f3e5a7d9c2b10",
+            "leases/rchw-6f1c3b7e-2a4d-4c8e-9b1f-3e5a7d9c2b10.json",
+            "",
+        ] {
+            let args = [ID.to_owned(), bad.to_owned()];
+            let why = wrapper_ids(&args).expect_err(bad);
+            assert!(why.contains(&format!("{bad:?}")), "{why}");
+        }
+    }
 }

@@ -48,6 +48,8 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             ),
         ));
     }
+    args.check_backoff()
+        .map_err(|why| Fatal::error(ExitCode::Usage, why))?;
     let run = Run {
         dry_run: args.dry_run || args.check,
         args,
@@ -66,7 +68,10 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     if run.dry_run {
         dry_run(&run)
     } else {
-        sweep(&run, resolved)
+        if let Some(path) = &run.args.metrics_file {
+            metrics::check_folder(path)?;
+        }
+        sweep(&run, resolved).inspect_err(|error| print_lock_held(&run, error))
     }
 }
 
@@ -332,7 +337,7 @@ fn record(
                 let name = signals::name(signal.unwrap_or(libc::SIGTERM));
                 let error = format!("interrupted by {name}: {error}");
                 backoff.record_interrupted(candidate, &error, ended);
-                (Outcome::Failed, Some(error))
+                (Outcome::Interrupted, Some(error))
             }
         };
         leases.push(line(
@@ -344,9 +349,24 @@ fn record(
         ));
     }
     if let Some(signal) = signal {
+        warn_stopped(signal, &leases);
         exit_code = ExitCode::Signal(signal);
     }
     (leases, exit_code)
+}
+
+/// The warning a stopped run leaves in the log: which signal, and what it
+/// cut short.
+fn warn_stopped(signal: i32, leases: &[LeaseLine]) {
+    let interrupted = leases
+        .iter()
+        .filter(|line| line.outcome == Outcome::Interrupted)
+        .count();
+    log::warn(format!(
+        "stopped by {}: no further recovery started; {interrupted} running recover{} interrupted (process group killed, no failure counted, retried next run)",
+        signals::name(signal),
+        if interrupted == 1 { "y" } else { "ies" },
+    ));
 }
 
 /// Runs the due candidates through the queue; returns, per candidate index,
@@ -504,6 +524,22 @@ fn print(run: &Run, summary: &Summary) {
     };
     // A closed stdout (`| head`) is not worth failing the run over.
     let _ = std::io::stdout().lock().write_all(text.as_bytes());
+}
+
+/// With `--json`, a run that found the lock held still prints one document
+/// (SPEC "JSON summary"), so `rch-sweep --json | jq` never reads empty input.
+/// The error itself is reported by `main`, as for any other run.
+fn print_lock_held(run: &Run, error: &anyhow::Error) {
+    use std::io::Write;
+    if !run.args.json || crate::exit::code_of(error) != ExitCode::Locked {
+        return;
+    }
+    let document = serde_json::json!({
+        "version": 1,
+        "exit_code": ExitCode::Locked.code(),
+        "error": format!("{error:#}"),
+    });
+    let _ = writeln!(std::io::stdout().lock(), "{document}");
 }
 
 fn backoff_max_ms(run: &Run) -> u64 {

@@ -1,0 +1,255 @@
+//! Monitoring with the real components an operator runs: two users' sweeps
+//! (the real binary, each over its own lease directory) write their metrics
+//! files into one textfile directory; Debian's `prometheus-node-exporter`
+//! serves them over HTTP on loopback; `promtool` checks each file and the
+//! shipped alert rules, and runs their unit tests.
+//!
+//! Without node_exporter or promtool the test says it skipped and why; under
+//! CI (`CI` set, where `.ci/run` installs both) a missing tool is a failure,
+//! so the check cannot silently stop running.
+
+mod common;
+
+use common::*;
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const RULES: &str = "monitoring/rch-sweep.rules.yml";
+const RULE_TESTS: &str = "monitoring/rch-sweep.rules.test.yml";
+
+fn repo(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
+}
+
+/// The first of `names` found on `PATH`.
+fn find_tool(names: &[&str]) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .flat_map(|dir| names.iter().map(move |name| dir.join(name)))
+        .find(|candidate| candidate.is_file())
+}
+
+/// The tool, or None after saying why the test skips (a failure under CI).
+fn tool(names: &[&str], package: &str) -> Option<PathBuf> {
+    let found = find_tool(names);
+    if found.is_none() {
+        let why = format!(
+            "{} not found on PATH (Debian package {package}; .ci/run installs it)",
+            names.join(" / ")
+        );
+        assert!(std::env::var_os("CI").is_none(), "under CI: {why}");
+        eprintln!("skipped: {why}");
+    }
+    found
+}
+
+/// node_exporter, killed and reaped when dropped, also when a test panics.
+struct Exporter {
+    child: Child,
+    log: PathBuf,
+}
+
+impl Drop for Exporter {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Exporter {
+    /// Starts `binary` with only the textfile collector on a free loopback
+    /// port and waits (bounded) until it answers; a few tries, since another
+    /// process may take the port between choosing it and node_exporter's bind.
+    fn start(binary: &Path, textfile_dir: &Path, log: PathBuf) -> (Exporter, SocketAddr) {
+        for _ in 0..3 {
+            let address = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+                .and_then(|listener| listener.local_addr())
+                .expect("a free loopback port");
+            let output = std::fs::File::create(&log).expect("log file");
+            let child = Command::new(binary)
+                .arg("--collector.disable-defaults")
+                .arg("--collector.textfile")
+                .arg(format!(
+                    "--collector.textfile.directory={}",
+                    textfile_dir.display()
+                ))
+                .arg(format!("--web.listen-address={address}"))
+                .stdin(Stdio::null())
+                .stdout(output.try_clone().expect("clone"))
+                .stderr(output)
+                .spawn()
+                .expect("start node_exporter");
+            let mut exporter = Exporter {
+                child,
+                log: log.clone(),
+            };
+            let deadline = Instant::now() + Duration::from_secs(15);
+            while Instant::now() < deadline {
+                if exporter.child.try_wait().expect("poll").is_some() {
+                    break; // exited: most likely the port was taken; try another
+                }
+                if get_metrics(address).is_ok() {
+                    return (exporter, address);
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = exporter.child.kill();
+            let _ = exporter.child.wait();
+        }
+        panic!(
+            "node_exporter never answered: {}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+    }
+}
+
+/// `GET /metrics` over HTTP/1.0 (the server closes the connection, so the
+/// body ends at EOF); the body of a 200 answer.
+fn get_metrics(address: SocketAddr) -> std::io::Result<String> {
+    let timeout = Duration::from_secs(5);
+    let mut stream = TcpStream::connect_timeout(&address, timeout)?;
+    stream.set_read_timeout(Some(timeout))?;
+    stream.set_write_timeout(Some(timeout))?;
+    stream.write_all(b"GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")?;
+    let mut response = Vec::new();
+    stream.take(64 << 20).read_to_end(&mut response)?;
+    let response = String::from_utf8_lossy(&response).into_owned();
+    let (head, body) = response
+        .split_once("\r\n\r\n")
+        .ok_or_else(|| std::io::Error::other("no end of headers"))?;
+    if !head.starts_with("HTTP/1.0 200") && !head.starts_with("HTTP/1.1 200") {
+        return Err(std::io::Error::other(format!("answer: {head}")));
+    }
+    Ok(body.to_owned())
+}
+
+/// `name{labels}` → value of every sample line of an exposition text.
+fn samples(text: &str) -> BTreeMap<String, f64> {
+    text.lines()
+        .filter(|line| !line.starts_with('#') && !line.trim().is_empty())
+        .filter_map(|line| {
+            let (series, value) = line.rsplit_once(' ')?;
+            Some((series.to_owned(), value.parse().ok()?))
+        })
+        .collect()
+}
+
+/// Runs `promtool <args>`; panics with its output unless it succeeds.
+fn promtool(promtool: &Path, args: &[&Path], stdin: Option<&Path>) -> String {
+    let mut command = Command::new(promtool);
+    command.args(args);
+    if let Some(path) = stdin {
+        command.stdin(std::fs::File::open(path).expect("open"));
+    }
+    let output = command.output().expect("run promtool");
+    let text = format!("{}{}", stdout(&output), stderr(&output));
+    assert!(output.status.success(), "promtool {args:?}: {text}");
+    text
+}
+
+/// A user's lease directory (`<home>/job-leases`, as rch names it) and a real
+/// sweep over it with a fake rch that fails without touching the journal;
+/// returns the lease directory and the run's exit code.
+fn sweep(world: &World, user: &str, stranded: usize, rch: &Path, prom: &Path) -> (PathBuf, i32) {
+    let lease_dir = world.path(user).join("job-leases");
+    std::fs::create_dir_all(&lease_dir).expect("mkdir lease dir");
+    for _ in 0..stranded {
+        let journal = Journal::stale("hz4", 2 * HOUR_MS);
+        std::fs::write(lease_dir.join(journal.file_name()), journal.text()).expect("journal");
+    }
+    let output = World::bare_command()
+        .arg("--lease-dir")
+        .arg(&lease_dir)
+        .arg("--rch")
+        .arg(rch)
+        .arg("--metrics-file")
+        .arg(prom)
+        .output()
+        .expect("run rch-sweep");
+    (lease_dir, output.status.code().unwrap_or(-1))
+}
+
+#[test]
+fn node_exporter_serves_two_users_sweeps_and_promtool_accepts_files_and_rules() {
+    let Some(node_exporter) = tool(
+        &["prometheus-node-exporter", "node_exporter"],
+        "prometheus-node-exporter",
+    ) else {
+        return;
+    };
+    let Some(promtool_bin) = tool(&["promtool"], "prometheus") else {
+        return;
+    };
+    let world = World::new();
+    let textfile = world.path("textfile");
+    std::fs::create_dir(&textfile).expect("mkdir textfile");
+    let rch = world.script("rch", "echo 'worker unreachable' >&2\nexit 1");
+
+    // alice has a stranded lease whose recovery fails; bob has none.
+    let alice_prom = textfile.join("rch-sweep-alice.prom");
+    let bob_prom = textfile.join("rch-sweep-bob.prom");
+    let (alice, code) = sweep(&world, "alice", 1, &rch, &alice_prom);
+    assert_eq!(code, 1, "alice's recovery fails");
+    let (bob, code) = sweep(&world, "bob", 0, &rch, &bob_prom);
+    assert_eq!(code, 0, "bob has nothing to do");
+
+    for prom in [&alice_prom, &bob_prom] {
+        promtool(
+            &promtool_bin,
+            &[Path::new("check"), Path::new("metrics")],
+            Some(prom),
+        );
+    }
+
+    let (exporter, address) =
+        Exporter::start(&node_exporter, &textfile, world.path("node_exporter.log"));
+    let served = get_metrics(address).expect("scrape /metrics");
+    let served_samples = samples(&served);
+    assert_eq!(
+        served_samples.get("node_textfile_scrape_error"),
+        Some(&0.0),
+        "node_exporter could not read the textfile directory:\n{served}\n{}",
+        std::fs::read_to_string(&exporter.log).unwrap_or_default()
+    );
+    for (prom, lease_dir) in [(&alice_prom, &alice), (&bob_prom, &bob)] {
+        let written = samples(&std::fs::read_to_string(prom).expect("metrics file"));
+        assert!(written.len() >= 20, "{prom:?}: {written:?}");
+        let label = format!("lease_dir=\"{}\"", lease_dir.display());
+        for (series, value) in &written {
+            assert!(series.contains(&label), "{series} lacks {label}");
+            assert_eq!(
+                served_samples.get(series),
+                Some(value),
+                "node_exporter does not serve {series} {value} from {prom:?}"
+            );
+        }
+    }
+    let failed = |lease_dir: &Path| {
+        served_samples
+            .get(&format!(
+                "rch_sweep_recoveries{{lease_dir=\"{}\",outcome=\"failed\"}}",
+                lease_dir.display()
+            ))
+            .copied()
+    };
+    assert_eq!(failed(&alice), Some(1.0));
+    assert_eq!(failed(&bob), Some(0.0));
+    drop(exporter);
+
+    let check = promtool(
+        &promtool_bin,
+        &[Path::new("check"), Path::new("rules"), &repo(RULES)],
+        None,
+    );
+    assert!(check.contains("SUCCESS"), "{check}");
+    let tests = promtool(
+        &promtool_bin,
+        &[Path::new("test"), Path::new("rules"), &repo(RULE_TESTS)],
+        None,
+    );
+    assert!(tests.contains("SUCCESS"), "{tests}");
+}
