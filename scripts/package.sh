@@ -32,6 +32,13 @@ bin="$target_dir/release/rch-sweep"
 out="$target_dir/release/deb"
 [ -x "$bin" ] || fail "no binary at $bin after the build"
 
+# The package's version is Cargo's plus "-1"; its changelog must have an
+# entry for it, or the package would describe another release.
+version=$("$bin" --version | sed -n 's/^rch-sweep //p')
+newest=$(sed -n '1s/^rch-sweep (\([^)]*\)).*/\1/p' packaging/changelog)
+[ "$newest" = "$version-1" ] \
+  || fail "packaging/changelog's newest entry is '$newest'; add one for $version-1"
+
 rm -rf "$out"
 mkdir -p "$out"
 "$bin" completions bash > "$out/rch-sweep.bash"
