@@ -178,3 +178,22 @@ fn run_flags_do_not_mix_with_completions_but_their_variables_do_not_matter() {
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert_eq!(stdout(&output), script("fish"));
 }
+
+#[test]
+fn a_script_that_cannot_be_written_is_an_error_not_silence() {
+    let full = fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .expect("open /dev/full");
+    let output = World::bare_command()
+        .args(["completions", "bash"])
+        .stdout(full)
+        .output()
+        .expect("run");
+    assert_eq!(output.status.code(), Some(74), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("cannot write the completion script"),
+        "{}",
+        stderr(&output)
+    );
+}

@@ -17,11 +17,14 @@ const BIN: &str = "rch-sweep";
 pub fn run(args: CompletionsArgs) -> Result<ExitCode> {
     let script = script(args.shell);
     let mut stdout = std::io::stdout().lock();
-    stdout
-        .write_all(&script)
-        .and_then(|()| stdout.flush())
-        .context("cannot write the completion script to stdout")?;
-    Ok(ExitCode::Success)
+    match stdout.write_all(&script).and_then(|()| stdout.flush()) {
+        // A reader that stopped early (`| head`) wanted no more.
+        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => Ok(ExitCode::Success),
+        result => {
+            result.context("cannot write the completion script to stdout")?;
+            Ok(ExitCode::Success)
+        }
+    }
 }
 
 /// The completion script for `shell`, whole, so a failed write is reported
