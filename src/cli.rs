@@ -57,6 +57,8 @@ pub enum Command {
     Status(StatusArgs),
     /// Remove backoff entries so those leases are retried on the next run
     Forget(ForgetArgs),
+    /// Print a completion script for SHELL on stdout
+    Completions(CompletionsArgs),
 }
 
 /// Where the lease directory and state file are; shared by every command.
@@ -211,6 +213,22 @@ pub struct ForgetArgs {
     pub wrapper_ids: Vec<String>,
 }
 
+/// `completions SHELL`: the shells whose completion scripts are shipped
+/// (SPEC: bash, zsh, fish); any other name is a usage error (2).
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for
+    #[arg(value_name = "SHELL", value_enum)]
+    pub shell: CompletionShell,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CompletionShell {
+    Bash,
+    Zsh,
+    Fish,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -277,6 +295,9 @@ mod tests {
             &["rch-sweep", "forget"],
             &["rch-sweep", "forget", "--all", "rchw-x"],
             &["rch-sweep", "--dry-run", "status"],
+            &["rch-sweep", "--quiet", "completions", "bash"],
+            &["rch-sweep", "completions", "powershell"],
+            &["rch-sweep", "completions"],
         ] {
             assert!(Cli::try_parse_from(argv).is_err(), "{argv:?}");
         }

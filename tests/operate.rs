@@ -44,6 +44,7 @@ fn all_help() -> Vec<String> {
         &["run", "--help"],
         &["status", "--help"],
         &["forget", "--help"],
+        &["completions", "--help"],
     ]
     .iter()
     .map(|args| help(args))
@@ -686,10 +687,18 @@ fn the_services_are_oneshot_bounded_and_hardened_without_hiding_what_recovery_ne
     let system = unit_settings(SYSTEM_SERVICE);
     let service = |key: &str| system.get(&("Service".to_owned(), key.to_owned())).cloned();
     assert_eq!(service("User"), Some(vec!["%i".to_owned()]));
-    assert_eq!(
-        service("ExecStart"),
-        Some(vec!["/usr/local/bin/rch-sweep".to_owned()])
-    );
+    // A bare name, found on systemd's fixed search path: the package's
+    // /usr/bin or a hand install's /usr/local/bin, nothing edited.
+    assert_eq!(service("ExecStart"), Some(vec!["rch-sweep".to_owned()]));
+    let why = comments(SYSTEM_SERVICE);
+    for needle in [
+        "SSH_AUTH_SOCK",
+        "No SSH agent",
+        "RCH_SWEEP_RCH",
+        "~/.cargo/bin/rch",
+    ] {
+        assert!(why.contains(needle), "{SYSTEM_SERVICE}: say {needle}");
+    }
     for (key, value) in [
         ("ProtectSystem", "full"),
         ("ProtectKernelTunables", "yes"),
@@ -701,10 +710,7 @@ fn the_services_are_oneshot_bounded_and_hardened_without_hiding_what_recovery_ne
 
     let user = unit_settings(USER_SERVICE);
     let service = |key: &str| user.get(&("Service".to_owned(), key.to_owned())).cloned();
-    assert_eq!(
-        service("ExecStart"),
-        Some(vec!["%h/.cargo/bin/rch-sweep".to_owned()])
-    );
+    assert_eq!(service("ExecStart"), Some(vec!["rch-sweep".to_owned()]));
     assert_eq!(service("User"), None, "a user unit runs as its user");
     // These need a user namespace in a user manager (see the unit's comments).
     let why = comments(USER_SERVICE);
@@ -731,6 +737,17 @@ fn the_timers_fire_every_five_minutes_after_the_last_run_ended() {
         );
         assert!(timer(first).is_some(), "{path}: {first}= starts the cycle");
         assert_eq!(timer("OnCalendar"), None, "{path}");
+        // Instances (and lingering users) start at the same boot moment: a
+        // random delay spreads them, and an accuracy well under that delay
+        // keeps systemd from merging their elapses again.
+        let one = |key: &str| match timer(key).as_deref() {
+            Some([value]) => seconds(value),
+            other => panic!("{path}: {key}= should be set once, is {other:?}"),
+        };
+        let spread = one("RandomizedDelaySec");
+        assert!((60..=300).contains(&spread), "{path}: spread {spread}s");
+        let accuracy = one("AccuracySec");
+        assert!(accuracy * 10 <= spread, "{path}: AccuracySec={accuracy}s");
         assert_eq!(
             settings.get(&("Install".to_owned(), "WantedBy".to_owned())),
             Some(&vec!["timers.target".to_owned()]),
