@@ -487,3 +487,24 @@ fn a_missing_named_lease_dir_warns_and_creates_nothing() {
     assert!(metrics.is_file());
     assert!(!world.path("typo").exists());
 }
+
+#[test]
+fn a_lease_dir_removed_during_the_run_makes_the_rest_vanished_not_failed() {
+    let world = World::new();
+    let first = Journal::stale("hz4", 9 * HOUR_MS);
+    let second = Journal::stale("hz4", 8 * HOUR_MS);
+    world.add(&first);
+    world.add(&second);
+    // The first recovery's client finds the whole folder cleaned up under it.
+    let rch = world.fake_rch("rch", "rm -rf \"$leases\"\nexit 1");
+    let (code, document) = world.json(&["--rch", rch.to_str().expect("utf8")]);
+    assert_eq!(code, 1);
+    assert_eq!(
+        outcomes(&document),
+        [
+            (first.id.clone(), "failed".to_owned()),
+            (second.id.clone(), "vanished".to_owned()),
+        ]
+    );
+    assert!(!world.leases().exists(), "nothing recreated it");
+}
