@@ -54,6 +54,8 @@ pub enum Command {
     Status(StatusArgs),
     /// Remove backoff entries so those leases are retried on the next run
     Forget(ForgetArgs),
+    /// Say why named journals are (not) recovered: every check with its evidence
+    Explain(ExplainArgs),
 }
 
 /// Where the lease directory and state file are; shared by every command.
@@ -161,6 +163,26 @@ pub struct ForgetArgs {
     /// Wrapper ids (rchw-<uuid>) whose entries to remove
     #[arg(value_name = "WRAPPER_ID", required_unless_present = "all")]
     pub wrapper_ids: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    #[command(flatten)]
+    pub paths: Paths,
+
+    /// Heartbeat age before an owner may be judged gone
+    #[arg(long, value_name = "SECS", default_value_t = 900,
+          value_parser = clap::value_parser!(u64).range(0..=31_536_000))]
+    pub stale_after: u64,
+
+    /// Print the explanations as one JSON document
+    #[arg(long)]
+    pub json: bool,
+
+    /// Journals to explain: a wrapper id (rchw-<uuid>), a journal's file name,
+    /// or a path inside the lease directory
+    #[arg(value_name = "JOURNAL", required = true)]
+    pub journals: Vec<PathBuf>,
 }
 
 #[cfg(test)]

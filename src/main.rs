@@ -22,6 +22,7 @@ fn main() {
         Some(Command::Run(args)) => cmd::run::run(args),
         Some(Command::Status(args)) => cmd::status::run(args),
         Some(Command::Forget(args)) => cmd::forget::run(args),
+        Some(Command::Explain(args)) => cmd::explain::run(args),
     };
     let code = match result {
         Ok(code) => code,

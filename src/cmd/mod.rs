@@ -1,5 +1,6 @@
 //! One module per subcommand, each with one `run` returning the exit code.
 
+pub mod explain;
 pub mod forget;
 pub mod run;
 pub mod status;
