@@ -232,22 +232,26 @@ fn decide(
     }
     checks.push(Check::pass(Terminal, terminal));
 
-    let owning = match (owned_source(&lease), handoff(&lease)) {
-        (Some((roots, pair, retire_root)), _) => Evidence::Owns {
+    // The handoff is looked at only when no unretired source is owned, as
+    // the verdict needs; most journals own source.
+    let owning = match owned_source(&lease) {
+        Some((roots, pair, retire_root)) => Evidence::Owns {
             roots,
             pair,
             retire_root,
         },
-        (None, Ok(returned)) => Evidence::Handoff { returned },
-        (None, Err(gap)) => {
-            let recipe = match &lease.recovery {
-                None => Recipe::Missing,
-                Some(recipe) if !recipe.is_object() => Recipe::NotObject,
-                Some(recipe) if recipe["retired"].as_bool() == Some(true) => Recipe::Retired,
-                Some(_) => Recipe::OwnsNothing,
-            };
-            return fail(checks, NotOwning, Evidence::NotOwning { recipe, gap });
-        }
+        None => match handoff(&lease) {
+            Ok(returned) => Evidence::Handoff { returned },
+            Err(gap) => {
+                let recipe = match &lease.recovery {
+                    None => Recipe::Missing,
+                    Some(recipe) if !recipe.is_object() => Recipe::NotObject,
+                    Some(recipe) if recipe["retired"].as_bool() == Some(true) => Recipe::Retired,
+                    Some(_) => Recipe::OwnsNothing,
+                };
+                return fail(checks, NotOwning, Evidence::NotOwning { recipe, gap });
+            }
+        },
     };
     checks.push(Check::pass(NotOwning, owning));
 
