@@ -44,6 +44,7 @@ fn all_help() -> Vec<String> {
         &["run", "--help"],
         &["status", "--help"],
         &["forget", "--help"],
+        &["explain", "--help"],
     ]
     .iter()
     .map(|args| help(args))
