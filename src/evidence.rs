@@ -163,6 +163,9 @@ impl fmt::Display for Evidence {
                 if stat.uid == stat.euid { " (you)" } else { "" }
             ),
             Evidence::Listed(FileKind::Regular) => f.write_str("listed as a regular file"),
+            Evidence::Listed(FileKind::Unknown) => {
+                f.write_str("type not told by the listing; checked on the opened file")
+            }
             Evidence::Listed(kind) | Evidence::NotRegular(kind) => f.write_str(match kind {
                 FileKind::Regular => "a regular file",
                 FileKind::Symlink => "a symbolic link, never followed",

@@ -7,6 +7,10 @@
 //! failing closed keeps a recovery from racing a wrapper that is still alive.
 //! The `/proc` root is injectable so tests can present a foreign PID
 //! namespace, a zombie or a reused PID.
+//!
+//! What was read is kept as an [`Observation`], plain facts from which
+//! [`Observation::presence`] decides; the same facts are the evidence that
+//! `explain` and `--verbose` show, so the words cannot drift from the rule.
 
 use crate::journal::{DurableJobLease, ProcessStart, is_canonical_uuid};
 use std::io;
@@ -263,10 +267,17 @@ impl Observation {
         let Some(boot) = self.boot_id.as_deref() else {
             return "this machine's boot id (/proc/sys/kernel/random/boot_id) is unreadable or not a UUID, so even a missing PID proves nothing".into();
         };
+        let recorded = match &self.recorded {
+            Recorded::None => "no identity recorded".to_owned(),
+            Recorded::Invalid(why) => format!("recorded identity invalid: {}", why.as_text()),
+            Recorded::Linux { boot_id, ticks } => {
+                format!("recorded boot id {}, start ticks {ticks}", short(boot_id))
+            }
+        };
         match self.presence() {
             Presence::Unverified => self.process_text(),
             _ => format!(
-                "judged from this process's own /proc; this machine's boot id is {}",
+                "judged from this process's own /proc; this machine's boot id is {}; {recorded}",
                 short(boot)
             ),
         }
@@ -685,7 +696,7 @@ mod tests {
         );
         assert_eq!(
             seen.judgeable_text(),
-            "judged from this process's own /proc; this machine's boot id is 3f1c2a9e\u{2026}"
+            "judged from this process's own /proc; this machine's boot id is 3f1c2a9e\u{2026}; recorded boot id 3f1c2a9e\u{2026}, start ticks 777"
         );
     }
 
