@@ -59,6 +59,8 @@ pub enum Command {
     Forget(ForgetArgs),
     /// Print a completion script for SHELL on stdout
     Completions(CompletionsArgs),
+    /// Say why named journals are (not) recovered: every check with its evidence
+    Explain(ExplainArgs),
 }
 
 /// Where the lease directory and state file are; shared by every command.
@@ -227,6 +229,27 @@ pub enum CompletionShell {
     Bash,
     Zsh,
     Fish,
+}
+
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    #[command(flatten)]
+    pub paths: Paths,
+
+    /// Heartbeat age before an owner may be judged gone (whole seconds, 0 to
+    /// 31536000)
+    #[arg(long, value_name = "SECS", default_value_t = 900,
+          value_parser = seconds(0, 31_536_000))]
+    pub stale_after: u64,
+
+    /// Print the explanations as one JSON document
+    #[arg(long)]
+    pub json: bool,
+
+    /// Journals to explain: a wrapper id (rchw-<uuid>), a journal's file name,
+    /// or a path inside the lease directory
+    #[arg(value_name = "JOURNAL", required = true)]
+    pub journals: Vec<PathBuf>,
 }
 
 #[cfg(test)]

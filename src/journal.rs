@@ -7,6 +7,7 @@
 //! authority for a recovery run with that user's keys. Unknown fields are
 //! allowed so journals of newer rch versions still parse.
 
+use crate::evidence::{FileKind, FileStat};
 use serde::Deserialize;
 use std::ffi::CString;
 use std::fs::File;
@@ -88,19 +89,35 @@ pub struct DurableJobLease {
     pub exit_code: Option<i32>,
 }
 
-/// Why a journal file could not be turned into a lease.
+/// Why a journal file could not be turned into a lease. Each carries the
+/// fact that decided it, for `explain` and `--verbose`.
 #[derive(Debug)]
 pub enum ReadFailure {
     /// Gone between listing and opening (or before a re-read).
     Missing,
     /// A symlink, FIFO, socket, directory or other non-regular file.
-    NotRegular,
-    /// Owned by another user.
-    ForeignOwner,
-    /// An I/O error, or larger than [`MAX_JOURNAL_BYTES`].
+    NotRegular(FileKind),
+    /// Owned by another user (uid None: could not be read).
+    ForeignOwner { uid: Option<u32>, euid: u32 },
+    /// Larger than [`MAX_JOURNAL_BYTES`].
+    TooLarge(u64),
+    /// An I/O error.
     Unreadable(String),
     /// Not the lease JSON shape.
     Malformed(String),
+}
+
+/// The kind of file a `st_mode` describes.
+pub fn file_kind(mode: u32) -> FileKind {
+    match mode & libc::S_IFMT {
+        libc::S_IFREG => FileKind::Regular,
+        libc::S_IFLNK => FileKind::Symlink,
+        libc::S_IFDIR => FileKind::Directory,
+        libc::S_IFIFO => FileKind::Fifo,
+        libc::S_IFSOCK => FileKind::Socket,
+        libc::S_IFCHR | libc::S_IFBLK => FileKind::Device,
+        _ => FileKind::Unknown,
+    }
 }
 
 /// `rchw-<uuid>` with the UUID in canonical lowercase hyphenated form: the
@@ -157,13 +174,31 @@ impl LeaseDir {
         Ok(LeaseDir { dir, euid })
     }
 
+    /// The user this reader accepts journals of (the effective uid).
+    pub fn euid(&self) -> u32 {
+        self.euid
+    }
+
+    /// What the entry `name` is, without following a link (`lstat`):
+    /// `Ok(None)` when there is no such entry.
+    pub fn kind(&self, name: &[u8]) -> io::Result<Option<FileKind>> {
+        let c_name =
+            CString::new(name).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+        match self.stat_at(&c_name) {
+            Ok(stat) => Ok(Some(file_kind(stat.st_mode))),
+            Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(error) => Err(error),
+        }
+    }
+
     /// Reads the journal `name` into `buffer` (cleared first), refusing what
     /// is not a regular file owned by this user or is too large. Opened with
     /// `O_NOFOLLOW | O_NONBLOCK`, so a symlink or FIFO never blocks or leads
-    /// elsewhere; the type and owner are checked on the opened descriptor.
-    pub fn read(&self, name: &[u8], buffer: &mut Vec<u8>) -> Result<(), ReadFailure> {
+    /// elsewhere; the type and owner are checked on the opened descriptor,
+    /// whose size and owner are returned as the evidence they are.
+    pub fn read(&self, name: &[u8], buffer: &mut Vec<u8>) -> Result<FileStat, ReadFailure> {
         buffer.clear();
-        let c_name = CString::new(name).map_err(|_| ReadFailure::NotRegular)?;
+        let c_name = CString::new(name).map_err(|_| ReadFailure::NotRegular(FileKind::Unknown))?;
         // SAFETY: the directory fd is open for the lifetime of `self` and
         // `c_name` is a valid NUL-terminated string.
         let fd = unsafe {
@@ -180,10 +215,23 @@ impl LeaseDir {
                 // A symlink (ELOOP), a socket (ENXIO) or something else that
                 // is not a plain file.
                 Some(libc::ELOOP | libc::ENXIO | libc::ENODEV | libc::EISDIR) => {
-                    ReadFailure::NotRegular
+                    let kind = self.stat_at(&c_name).map(|stat| file_kind(stat.st_mode));
+                    ReadFailure::NotRegular(match error.raw_os_error() {
+                        Some(libc::ELOOP) => FileKind::Symlink,
+                        Some(libc::EISDIR) => FileKind::Directory,
+                        _ => kind.unwrap_or(FileKind::Unknown),
+                    })
                 }
-                Some(libc::EACCES | libc::EPERM) if !self.owned_by_us(&c_name) => {
-                    ReadFailure::ForeignOwner
+                Some(libc::EACCES | libc::EPERM) => {
+                    let uid = self.stat_at(&c_name).ok().map(|stat| stat.st_uid);
+                    if uid == Some(self.euid) {
+                        ReadFailure::Unreadable(error.to_string())
+                    } else {
+                        ReadFailure::ForeignOwner {
+                            uid,
+                            euid: self.euid,
+                        }
+                    }
                 }
                 _ => ReadFailure::Unreadable(error.to_string()),
             });
@@ -194,13 +242,16 @@ impl LeaseDir {
             .metadata()
             .map_err(|error| ReadFailure::Unreadable(error.to_string()))?;
         if !meta.file_type().is_file() {
-            return Err(ReadFailure::NotRegular);
+            return Err(ReadFailure::NotRegular(file_kind(meta.mode())));
         }
         if meta.uid() != self.euid {
-            return Err(ReadFailure::ForeignOwner);
+            return Err(ReadFailure::ForeignOwner {
+                uid: Some(meta.uid()),
+                euid: self.euid,
+            });
         }
         if meta.len() > MAX_JOURNAL_BYTES {
-            return Err(too_large());
+            return Err(ReadFailure::TooLarge(meta.len()));
         }
         (&file)
             .take(MAX_JOURNAL_BYTES + 1)
@@ -208,9 +259,13 @@ impl LeaseDir {
             .map_err(|error| ReadFailure::Unreadable(error.to_string()))?;
         // The file may have grown after fstat.
         if buffer.len() as u64 > MAX_JOURNAL_BYTES {
-            return Err(too_large());
+            return Err(ReadFailure::TooLarge(buffer.len() as u64));
         }
-        Ok(())
+        Ok(FileStat {
+            size: buffer.len() as u64,
+            uid: meta.uid(),
+            euid: self.euid,
+        })
     }
 
     /// Reads and parses the journal of `wrapper_id` (which must be canonical).
@@ -223,7 +278,8 @@ impl LeaseDir {
         parse(&buffer).map_err(|error| ReadFailure::Malformed(error.to_string()))
     }
 
-    fn owned_by_us(&self, c_name: &CString) -> bool {
+    /// `fstatat(.., AT_SYMLINK_NOFOLLOW)` of an entry: never follows a link.
+    fn stat_at(&self, c_name: &CString) -> io::Result<libc::stat> {
         let mut stat = std::mem::MaybeUninit::<libc::stat>::uninit();
         // SAFETY: the fd and name are valid; `stat` is written by fstatat
         // before it is read, and only read when the call succeeded.
@@ -235,13 +291,12 @@ impl LeaseDir {
                 libc::AT_SYMLINK_NOFOLLOW,
             )
         };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
         // SAFETY: fstatat returned 0, so it filled `stat`.
-        rc == 0 && unsafe { stat.assume_init() }.st_uid == self.euid
+        Ok(unsafe { stat.assume_init() })
     }
-}
-
-fn too_large() -> ReadFailure {
-    ReadFailure::Unreadable(format!("larger than {MAX_JOURNAL_BYTES} bytes"))
 }
 
 /// Parses journal bytes. serde_json's recursion limit keeps deeply nested

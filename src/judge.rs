@@ -6,8 +6,12 @@
 //! owner's presence (asked for lazily, only once the cheap checks passed), so
 //! the rules of SPEC.md are tested without a filesystem.
 
+use crate::evidence::{Check, Evidence, Judgement, Recipe};
 use crate::journal::{DurableJobLease, LeaseState};
-use crate::owner::{Presence, Recorded};
+use crate::owner::{Observation, Presence, Recorded};
+use SkipReason::{
+    HeartbeatFresh, Malformed, NoPid, NotAdmitted, NotOwning, OwnerAlive, OwnerUnverified, Terminal,
+};
 use serde_json::Value;
 
 /// Why a journal is not a candidate, in the order SPEC.md checks them.
@@ -79,41 +83,77 @@ pub struct Candidate {
 /// The recipe still names worker-side source that is not retired: the lease
 /// is the only authority able to release that claim.
 pub fn owns_unretired_source(lease: &DurableJobLease) -> bool {
-    let Some(recipe) = lease.recovery.as_ref().filter(|recipe| recipe.is_object()) else {
-        return false;
-    };
-    let owns = recipe["source_roots"]
-        .as_array()
-        .is_some_and(|roots| !roots.is_empty())
-        || recipe.get("pair").is_some_and(|pair| !pair.is_null())
-        || recipe
-            .get("retire_root")
-            .is_some_and(|root| !root.is_null());
-    owns && recipe["retired"].as_bool() != Some(true)
+    owned_source(lease).is_some()
+}
+
+/// What an unretired recipe owns: the number of source roots, a pair, a
+/// retire root (at least one of them); None when it owns nothing.
+fn owned_source(lease: &DurableJobLease) -> Option<(usize, bool, bool)> {
+    let recipe = lease
+        .recovery
+        .as_ref()
+        .filter(|recipe| recipe.is_object())?;
+    let roots = recipe["source_roots"].as_array().map_or(0, Vec::len);
+    let pair = recipe.get("pair").is_some_and(|pair| !pair.is_null());
+    let retire_root = recipe
+        .get("retire_root")
+        .is_some_and(|root| !root.is_null());
+    let owns = roots > 0 || pair || retire_root;
+    (owns && recipe["retired"].as_bool() != Some(true)).then_some((roots, pair, retire_root))
 }
 
 /// A delivered and retired result bound to this very lease, waiting only for
 /// the daemon's acknowledgement. Returns the delivery's `returned` code.
 pub fn settled_handoff(lease: &DurableJobLease) -> Option<i32> {
-    let recipe = lease.recovery.as_ref()?;
-    let build_id = lease.identity.remote_build_id.filter(|id| *id > 0)?;
-    let worker = lease.worker_id.as_deref().filter(|id| !id.is_empty())?;
-    let roots = recipe["source_roots"].as_array()?;
+    handoff(lease).ok()
+}
+
+/// [`settled_handoff`], or the first of its conditions the journal misses
+/// (for people: which one decides nothing).
+fn handoff(lease: &DurableJobLease) -> Result<i32, &'static str> {
+    let recipe = lease.recovery.as_ref().ok_or("no recovery recipe")?;
+    let build_id = lease
+        .identity
+        .remote_build_id
+        .filter(|id| *id > 0)
+        .ok_or("no remote_build_id")?;
+    let worker = lease
+        .worker_id
+        .as_deref()
+        .filter(|id| !id.is_empty())
+        .ok_or("no worker_id")?;
+    let roots = recipe["source_roots"]
+        .as_array()
+        .ok_or("recovery.source_roots is not an array")?;
     let flag = |key: &str| recipe[key].as_bool() == Some(true);
-    let bound = recipe["version"].as_u64() == Some(2)
-        && recipe["wrapper_id"].as_str() == Some(lease.identity.local_wrapper_id.as_str())
-        && recipe["build_id"].as_u64() == Some(build_id)
-        && recipe["worker"]["id"].as_str() == Some(worker);
-    let released = flag("retired")
-        && (roots.is_empty() || flag("sources_released"))
-        && (recipe["pair"].is_null() || flag("pair_released"))
-        && (recipe["retire_root"].is_null() || flag("tree_retired"));
-    if !(bound && released) {
-        return None;
+    if recipe["version"].as_u64() != Some(2) {
+        return Err("recovery.version is not 2");
+    }
+    if recipe["wrapper_id"].as_str() != Some(lease.identity.local_wrapper_id.as_str()) {
+        return Err("recovery.wrapper_id is not this lease's");
+    }
+    if recipe["build_id"].as_u64() != Some(build_id) {
+        return Err("recovery.build_id is not the lease's build");
+    }
+    if recipe["worker"]["id"].as_str() != Some(worker) {
+        return Err("recovery.worker.id is not the lease's worker");
+    }
+    if !flag("retired") {
+        return Err("recovery.retired is not true");
+    }
+    if !roots.is_empty() && !flag("sources_released") {
+        return Err("recovery.sources_released is not true");
+    }
+    if !recipe["pair"].is_null() && !flag("pair_released") {
+        return Err("recovery.pair_released is not true");
+    }
+    if !recipe["retire_root"].is_null() && !flag("tree_retired") {
+        return Err("recovery.tree_retired is not true");
     }
     recipe["returned"]
         .as_i64()
         .and_then(|code| i32::try_from(code).ok())
+        .ok_or("recovery.returned is not an i32")
 }
 
 /// What rch's `DurableLeaseWriter::load` demands beyond the JSON shape:
@@ -123,47 +163,162 @@ pub fn is_loadable(file_id: &str, lease: &DurableJobLease) -> bool {
     lease.schema_version == 1 && lease.identity.local_wrapper_id == file_id
 }
 
-/// Judges one parsed journal found as `<file_id>.json`. `presence` is called
-/// only for a stale, unacknowledged, owning, admitted journal with a real PID,
-/// so `/proc` is read for the few journals that can become candidates.
+fn state_name(state: LeaseState) -> &'static str {
+    match state {
+        LeaseState::FailedBeforeAdmission => "failed_before_admission",
+        LeaseState::Queued => "queued",
+        LeaseState::Running => "running",
+        LeaseState::Finished => "finished",
+        LeaseState::Abandoned => "abandoned",
+    }
+}
+
+/// Judges one parsed journal found as `<file_id>.json`, from `malformed` on
+/// (`checks` holds the file checks it already passed; this appends the
+/// rest, ending at the first that fails). `observe` is called only for a
+/// stale, unacknowledged, owning, admitted journal with a real PID, so
+/// `/proc` is read for the few journals that can become candidates.
+///
+/// The evidence is plain data and costs next to nothing; it becomes text
+/// only when a caller prints it.
 pub fn judge(
     file_id: &str,
     lease: DurableJobLease,
     now_unix_ms: u64,
     stale_after_ms: u64,
-    presence: impl FnOnce(u32, &Recorded) -> Presence,
+    observe: impl FnOnce(u32, &Recorded) -> Observation,
+    mut checks: Vec<Check>,
+) -> Judgement {
+    let verdict = decide(
+        file_id,
+        lease,
+        now_unix_ms,
+        stale_after_ms,
+        observe,
+        &mut checks,
+    );
+    Judgement { verdict, checks }
+}
+
+fn decide(
+    file_id: &str,
+    lease: DurableJobLease,
+    now_unix_ms: u64,
+    stale_after_ms: u64,
+    observe: impl FnOnce(u32, &Recorded) -> Observation,
+    checks: &mut Vec<Check>,
 ) -> Result<Candidate, SkipReason> {
+    if lease.schema_version != 1 {
+        return fail(checks, Malformed, Evidence::Schema(lease.schema_version));
+    }
     if !is_loadable(file_id, &lease) {
-        return Err(SkipReason::Malformed);
+        return fail(
+            checks,
+            Malformed,
+            Evidence::IdMismatch {
+                inside: lease.identity.local_wrapper_id,
+                file: file_id.to_owned(),
+            },
+        );
     }
+    checks.push(Check::pass(Malformed, Evidence::Loadable));
+
+    let terminal = Evidence::Terminal {
+        acknowledged: lease.terminal_acknowledged,
+        state: state_name(lease.state),
+    };
     if lease.terminal_acknowledged {
-        return Err(SkipReason::Terminal);
+        return fail(checks, Terminal, terminal);
     }
-    if !owns_unretired_source(&lease) && settled_handoff(&lease).is_none() {
-        return Err(SkipReason::NotOwning);
-    }
+    checks.push(Check::pass(Terminal, terminal));
+
+    // The handoff is looked at only when no unretired source is owned, as
+    // the verdict needs; most journals own source.
+    let owning = match owned_source(&lease) {
+        Some((roots, pair, retire_root)) => Evidence::Owns {
+            roots,
+            pair,
+            retire_root,
+        },
+        None => match handoff(&lease) {
+            Ok(returned) => Evidence::Handoff { returned },
+            Err(gap) => {
+                let recipe = match &lease.recovery {
+                    None => Recipe::Missing,
+                    Some(recipe) if !recipe.is_object() => Recipe::NotObject,
+                    Some(recipe) if recipe["retired"].as_bool() == Some(true) => Recipe::Retired,
+                    Some(_) => Recipe::OwnsNothing,
+                };
+                return fail(checks, NotOwning, Evidence::NotOwning { recipe, gap });
+            }
+        },
+    };
+    checks.push(Check::pass(NotOwning, owning));
+
     let build_id = lease.identity.remote_build_id.filter(|id| *id > 0);
     let worker_id = lease.worker_id.as_ref().filter(|id| !id.is_empty());
+    let admission = || Evidence::Admission {
+        build_id: lease.identity.remote_build_id,
+        worker_id: lease.worker_id.clone(),
+    };
     let (Some(build_id), Some(_)) = (build_id, worker_id) else {
-        return Err(SkipReason::NotAdmitted);
+        return fail(checks, NotAdmitted, admission());
+    };
+    checks.push(Check::pass(NotAdmitted, admission()));
+
+    let heartbeat = Evidence::Heartbeat {
+        heartbeat_unix_ms: lease.heartbeat_unix_ms,
+        now_unix_ms,
+        stale_after_ms,
     };
     // A heartbeat from the future (a clock that jumped) counts as fresh.
     if now_unix_ms.saturating_sub(lease.heartbeat_unix_ms) < stale_after_ms {
-        return Err(SkipReason::HeartbeatFresh);
+        return fail(checks, HeartbeatFresh, heartbeat);
     }
+    checks.push(Check::pass(HeartbeatFresh, heartbeat));
+
     if lease.wrapper_pid <= 1 {
-        return Err(SkipReason::NoPid);
+        return fail(checks, NoPid, Evidence::Pid(lease.wrapper_pid));
     }
-    match presence(lease.wrapper_pid, &Recorded::of(&lease)) {
-        Presence::Alive => Err(SkipReason::OwnerAlive),
-        Presence::Unverified => Err(SkipReason::OwnerUnverified),
-        Presence::Gone => Ok(Candidate {
-            worker_id: lease.worker_id.unwrap_or_default(),
-            wrapper_id: lease.identity.local_wrapper_id,
-            build_id,
-            heartbeat_unix_ms: lease.heartbeat_unix_ms,
-        }),
+    checks.push(Check::pass(NoPid, Evidence::Pid(lease.wrapper_pid)));
+
+    let observation = Box::new(observe(lease.wrapper_pid, &Recorded::of(&lease)));
+    match observation.presence() {
+        Presence::Alive => fail(checks, OwnerAlive, Evidence::Process(observation)),
+        Presence::Unverified => {
+            checks.push(Check::pass(
+                OwnerAlive,
+                Evidence::Process(observation.clone()),
+            ));
+            fail(checks, OwnerUnverified, Evidence::Judgeable(observation))
+        }
+        Presence::Gone => {
+            checks.push(Check::pass(
+                OwnerAlive,
+                Evidence::Process(observation.clone()),
+            ));
+            checks.push(Check::pass(
+                OwnerUnverified,
+                Evidence::Judgeable(observation),
+            ));
+            Ok(Candidate {
+                worker_id: lease.worker_id.unwrap_or_default(),
+                wrapper_id: lease.identity.local_wrapper_id,
+                build_id,
+                heartbeat_unix_ms: lease.heartbeat_unix_ms,
+            })
+        }
     }
+}
+
+/// Records the failing check; the verdict is its reason.
+fn fail(
+    checks: &mut Vec<Check>,
+    check: SkipReason,
+    evidence: Evidence,
+) -> Result<Candidate, SkipReason> {
+    checks.push(Check::fail(check, evidence));
+    Err(check)
 }
 
 pub const IDENTITY_CHANGED: &str = "recovery journal identity changed; completion not confirmed";
@@ -208,6 +363,8 @@ pub fn verify_completion(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::evidence::FileKind;
+    use crate::owner::{Namespace, StatSeen};
     use serde_json::json;
 
     const ID: &str = "rchw-6f1c3b7e-2a4d-4c8e-9b1f-3e5a7d9c2b10";
@@ -246,8 +403,49 @@ mod tests {
         )
     }
 
+    const BOOT: &str = "3f1c2a9e-5b7d-4e2a-9c1f-0a1b2c3d4e5f";
+
+    /// Facts from /proc that make `presence` what a test needs.
+    fn observed(pid: u32, recorded: &Recorded, presence: Presence) -> Observation {
+        let mut observation = Observation {
+            pid,
+            recorded: recorded.clone(),
+            namespace: Some(Namespace::Own),
+            boot_id: Some(BOOT.into()),
+            stat: StatSeen::Absent,
+        };
+        match presence {
+            Presence::Gone => {}
+            Presence::Alive => {
+                let start_ticks = match recorded {
+                    Recorded::Linux { ticks, .. } => *ticks,
+                    _ => 1,
+                };
+                observation.stat = StatSeen::Seen {
+                    pid,
+                    state: b'S',
+                    start_ticks,
+                };
+            }
+            Presence::Unverified => observation.boot_id = None,
+        }
+        assert_eq!(observation.presence(), presence);
+        observation
+    }
+
+    fn judged(lease: DurableJobLease, presence: Presence) -> Judgement {
+        judge(
+            ID,
+            lease,
+            NOW,
+            STALE_AFTER,
+            |pid, recorded| observed(pid, recorded, presence),
+            Vec::new(),
+        )
+    }
+
     fn verdict(lease: DurableJobLease, presence: Presence) -> Result<Candidate, SkipReason> {
-        judge(ID, lease, NOW, STALE_AFTER, |_, _| presence)
+        judged(lease, presence).verdict
     }
 
     #[test]
@@ -279,8 +477,10 @@ mod tests {
                 renamed,
                 NOW,
                 STALE_AFTER,
-                |_, _| { Presence::Gone }
-            ),
+                |pid, recorded| observed(pid, recorded, Presence::Gone),
+                Vec::new(),
+            )
+            .verdict,
             Err(SkipReason::Malformed)
         );
 
@@ -346,19 +546,164 @@ mod tests {
     fn presence_is_asked_only_for_journals_that_passed_the_cheap_checks() {
         let mut asked = false;
         let fresh = lease(NOW, 11, owning_recipe());
-        let _ = judge(ID, fresh, NOW, STALE_AFTER, |_, _| {
-            asked = true;
-            Presence::Gone
-        });
+        let _ = judge(
+            ID,
+            fresh,
+            NOW,
+            STALE_AFTER,
+            |pid, recorded| {
+                asked = true;
+                observed(pid, recorded, Presence::Gone)
+            },
+            Vec::new(),
+        );
         assert!(!asked);
         let stale = lease(STALE, 11, owning_recipe());
-        let _ = judge(ID, stale, NOW, STALE_AFTER, |pid, recorded| {
-            asked = true;
-            assert_eq!(pid, 11);
-            assert!(matches!(recorded, Recorded::Linux { ticks: 123, .. }));
-            Presence::Gone
-        });
+        let _ = judge(
+            ID,
+            stale,
+            NOW,
+            STALE_AFTER,
+            |pid, recorded| {
+                asked = true;
+                assert_eq!(pid, 11);
+                assert!(matches!(recorded, Recorded::Linux { ticks: 123, .. }));
+                observed(pid, recorded, Presence::Gone)
+            },
+            Vec::new(),
+        );
         assert!(asked);
+    }
+
+    /// The names of the checks a judgement went through, with their result.
+    fn trail(judgement: &Judgement) -> Vec<(&'static str, bool)> {
+        judgement
+            .checks
+            .iter()
+            .map(|check| (check.check.as_str(), check.passed))
+            .collect()
+    }
+
+    #[test]
+    fn checks_run_in_table_order_and_stop_at_the_deciding_one() {
+        let lease_checks = &SkipReason::ALL[SkipReason::Malformed.index()..];
+        let candidate = judged(lease(STALE, 11, owning_recipe()), Presence::Gone);
+        assert!(candidate.verdict.is_ok());
+        assert_eq!(
+            trail(&candidate),
+            lease_checks
+                .iter()
+                .map(|reason| (reason.as_str(), true))
+                .collect::<Vec<_>>()
+        );
+        assert!(candidate.deciding().is_none());
+        for (lease, presence, reason) in [
+            (
+                lease(NOW, 11, owning_recipe()),
+                Presence::Gone,
+                HeartbeatFresh,
+            ),
+            (lease(STALE, 1, owning_recipe()), Presence::Gone, NoPid),
+            (
+                lease(STALE, 11, owning_recipe()),
+                Presence::Alive,
+                OwnerAlive,
+            ),
+            (
+                lease(STALE, 11, owning_recipe()),
+                Presence::Unverified,
+                OwnerUnverified,
+            ),
+        ] {
+            let judgement = judged(lease, presence);
+            assert_eq!(judgement.verdict, Err(reason));
+            let expected: Vec<(&str, bool)> = lease_checks
+                .iter()
+                .take_while(|check| **check <= reason)
+                .map(|check| (check.as_str(), *check != reason))
+                .collect();
+            assert_eq!(trail(&judgement), expected, "{reason:?}");
+            assert_eq!(judgement.deciding().map(|check| check.check), Some(reason));
+        }
+    }
+
+    #[test]
+    fn every_check_says_what_it_saw() {
+        let candidate = judged(lease(STALE, 4242, owning_recipe()), Presence::Gone);
+        let texts: Vec<String> = candidate
+            .checks
+            .iter()
+            .map(|check| check.evidence.to_string())
+            .collect();
+        assert!(texts.iter().all(|text| !text.is_empty()), "{texts:?}");
+        assert_eq!(
+            texts[2],
+            "the recipe owns unretired source on the worker (1 source root; retired is not true)"
+        );
+        assert_eq!(texts[3], "build 7 on worker worker1");
+        assert_eq!(texts[4], "heartbeat 1h 0m old, stale after 15m 0s");
+        assert_eq!(texts[5], "wrapper_pid 4242");
+        assert_eq!(texts[6], "pid 4242 absent from /proc: owner gone");
+
+        let fresh = judged(lease(NOW - 192_000, 11, owning_recipe()), Presence::Gone);
+        let deciding = fresh.deciding().expect("skipped").evidence.to_string();
+        assert_eq!(deciding, "heartbeat 3m 12s old, stale after 15m 0s");
+
+        let alive = judged(lease(STALE, 4242, owning_recipe()), Presence::Alive);
+        let deciding = alive.deciding().expect("skipped").evidence.to_string();
+        assert_eq!(
+            deciding,
+            "pid 4242: /proc/4242/stat state S, start ticks 123 = recorded; boot id 3f1c2a9e\u{2026} = this machine's"
+        );
+
+        let settled = judged(handoff(STALE, 11, 102), Presence::Gone);
+        assert!(
+            settled.checks[2]
+                .evidence
+                .to_string()
+                .contains("returned 102")
+        );
+
+        let retired = judged(
+            lease(STALE, 11, json!({"source_roots": ["/p"], "retired": true})),
+            Presence::Gone,
+        );
+        assert_eq!(
+            retired.deciding().expect("skipped").evidence.to_string(),
+            "the recipe is retired, and is no settled handoff: recovery.version is not 2"
+        );
+
+        let mut unadmitted = lease(STALE, 11, owning_recipe());
+        unadmitted.worker_id = None;
+        let unadmitted = judged(unadmitted, Presence::Gone);
+        assert_eq!(
+            unadmitted.deciding().expect("skipped").evidence.to_string(),
+            "build 7, no worker_id: never admitted to a worker"
+        );
+
+        let mut schema = lease(STALE, 11, owning_recipe());
+        schema.schema_version = 2;
+        assert_eq!(
+            judged(schema, Presence::Gone).checks[0]
+                .evidence
+                .to_string(),
+            "schema_version 2, not 1"
+        );
+    }
+
+    #[test]
+    fn the_checks_already_passed_are_kept_in_front() {
+        let file_check = Check::pass(SkipReason::NotRegular, Evidence::Listed(FileKind::Regular));
+        let judgement = judge(
+            ID,
+            lease(NOW, 11, owning_recipe()),
+            NOW,
+            STALE_AFTER,
+            |pid, recorded| observed(pid, recorded, Presence::Gone),
+            vec![file_check],
+        );
+        assert_eq!(trail(&judgement)[0], ("not_regular", true));
+        assert_eq!(trail(&judgement)[1], ("malformed", true));
     }
 
     #[test]

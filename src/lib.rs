@@ -11,6 +11,7 @@ pub mod child;
 pub mod cli;
 pub mod cmd;
 pub mod config;
+pub mod evidence;
 pub mod exit;
 pub mod fsio;
 pub mod journal;

@@ -23,6 +23,7 @@ fn main() {
         Some(Command::Status(args)) => cmd::status::run(args),
         Some(Command::Forget(args)) => cmd::forget::run(args),
         Some(Command::Completions(args)) => cmd::completions::run(args),
+        Some(Command::Explain(args)) => cmd::explain::run(args),
     };
     let code = match result {
         Ok(code) => code,

@@ -7,6 +7,10 @@
 //! failing closed keeps a recovery from racing a wrapper that is still alive.
 //! The `/proc` root is injectable so tests can present a foreign PID
 //! namespace, a zombie or a reused PID.
+//!
+//! What was read is kept as an [`Observation`], plain facts from which
+//! [`Observation::presence`] decides; the same facts are the evidence that
+//! `explain` and `--verbose` show, so the words cannot drift from the rule.
 
 use crate::journal::{DurableJobLease, ProcessStart, is_canonical_uuid};
 use std::io;
@@ -34,9 +38,29 @@ pub enum Recorded {
         boot_id: String,
         ticks: u64,
     },
-    /// Present but unusable here: a non-canonical boot id, a non-Linux
-    /// birth, or only one of the two legacy fields.
-    Invalid,
+    /// Present but unusable here, and why.
+    Invalid(Invalid),
+}
+
+/// Why a recorded identity cannot be compared with what `/proc` shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Invalid {
+    /// A boot id that is not a canonical lowercase UUID.
+    BootId,
+    /// A `process_birth` of another platform (darwin): never observable here.
+    NotLinux,
+    /// Only one of the legacy `boot_id` / `process_start_ticks`.
+    HalfLegacy,
+}
+
+impl Invalid {
+    fn as_text(self) -> &'static str {
+        match self {
+            Invalid::BootId => "its boot id is not a canonical lowercase UUID",
+            Invalid::NotLinux => "its process_birth is not Linux's",
+            Invalid::HalfLegacy => "only one of boot_id and process_start_ticks is recorded",
+        }
+    }
 }
 
 impl Recorded {
@@ -51,7 +75,8 @@ impl Recorded {
                 }
                 // A non-canonical boot id, or a start this machine cannot
                 // observe (darwin): present but unusable, never a fallback.
-                _ => Recorded::Invalid,
+                ProcessStart::Linux { .. } => Recorded::Invalid(Invalid::BootId),
+                ProcessStart::Darwin { .. } => Recorded::Invalid(Invalid::NotLinux),
             };
         }
         match (&lease.boot_id, lease.process_start_ticks) {
@@ -60,8 +85,218 @@ impl Recorded {
                 boot_id: boot_id.clone(),
                 ticks,
             },
-            _ => Recorded::Invalid,
+            (Some(_), Some(_)) => Recorded::Invalid(Invalid::BootId),
+            _ => Recorded::Invalid(Invalid::HalfLegacy),
         }
+    }
+}
+
+/// Whether `/proc` is this process's own view, from `/proc/self/stat`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Namespace {
+    /// `/proc/self/stat` shows our own PID.
+    Own,
+    /// It shows `seen` (None: unreadable), not our `own` PID.
+    Foreign { seen: Option<u32>, own: u32 },
+}
+
+/// What `/proc/<pid>/stat` showed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StatSeen {
+    /// Not read: an earlier fact already left presence unverified.
+    NotRead,
+    /// No such file: no such process.
+    Absent,
+    /// Another error reading it.
+    Unreadable(String),
+    /// Read, but not in the `pid (comm) state ...` shape.
+    Garbled,
+    Seen {
+        /// The pid field of the file.
+        pid: u32,
+        /// The state letter (`S`, `R`, `Z`, ...).
+        state: u8,
+        /// Field 22, the start time in clock ticks after boot.
+        start_ticks: u64,
+    },
+}
+
+/// Every fact the owner check rests on, in the order rch reads them. Plain
+/// data: [`Observation::presence`] decides from it, and the same facts are
+/// the evidence `explain` shows, so the two cannot disagree.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Observation {
+    pub pid: u32,
+    pub recorded: Recorded,
+    /// None when the PID is beyond `i32`: nothing was read.
+    pub namespace: Option<Namespace>,
+    /// This machine's boot id, canonical; None when unreadable or not read.
+    pub boot_id: Option<String>,
+    pub stat: StatSeen,
+}
+
+/// What `presence` makes of a stat line's state and start.
+enum Process {
+    Zombie,
+    Running(u64),
+    OddState,
+}
+
+fn process(state: u8, start_ticks: u64) -> Process {
+    match state {
+        b'Z' | b'X' | b'x' => Process::Zombie,
+        b'R' | b'S' | b'D' | b'T' | b't' | b'K' | b'W' | b'P' | b'I' => {
+            Process::Running(start_ticks)
+        }
+        _ => Process::OddState,
+    }
+}
+
+impl Observation {
+    /// The owner's presence, judged from the facts alone (rch's
+    /// `owner_presence`): a missing PID proves the owner gone whatever was
+    /// recorded, but only once our own `/proc` and the boot id were read.
+    pub fn presence(&self) -> Presence {
+        if self.namespace != Some(Namespace::Own) {
+            return Presence::Unverified;
+        }
+        let Some(current_boot) = self.boot_id.as_deref() else {
+            return Presence::Unverified;
+        };
+        let ticks = match &self.stat {
+            StatSeen::Absent => return Presence::Gone,
+            StatSeen::Seen { pid, .. } if *pid != self.pid => return Presence::Unverified,
+            StatSeen::Seen {
+                state, start_ticks, ..
+            } => match process(*state, *start_ticks) {
+                Process::Zombie => return Presence::Gone,
+                Process::Running(ticks) => ticks,
+                Process::OddState => return Presence::Unverified,
+            },
+            StatSeen::NotRead | StatSeen::Unreadable(_) | StatSeen::Garbled => {
+                return Presence::Unverified;
+            }
+        };
+        match &self.recorded {
+            Recorded::None => Presence::Alive,
+            Recorded::Invalid(_) => Presence::Unverified,
+            Recorded::Linux {
+                boot_id,
+                ticks: recorded_ticks,
+            } if boot_id == current_boot && ticks == *recorded_ticks => Presence::Alive,
+            // Another boot, or the PID was reused by a later process.
+            Recorded::Linux { .. } => Presence::Gone,
+        }
+    }
+
+    /// What `/proc/<pid>/stat` shows against the recorded identity: the
+    /// evidence of the `owner_alive` check.
+    pub fn process_text(&self) -> String {
+        let pid = self.pid;
+        let file = format!("/proc/{pid}/stat");
+        let (state, ticks) = match &self.stat {
+            StatSeen::NotRead => {
+                return format!("pid {pid} not looked up: {}", self.judgeable_text());
+            }
+            StatSeen::Absent => return format!("pid {pid} absent from /proc: owner gone"),
+            StatSeen::Unreadable(error) => return format!("{file} unreadable: {error}"),
+            StatSeen::Garbled => return format!("{file} does not parse"),
+            StatSeen::Seen { pid: seen, .. } if *seen != pid => {
+                return format!("{file} names pid {seen}, not {pid}");
+            }
+            StatSeen::Seen {
+                state, start_ticks, ..
+            } => (*state, *start_ticks),
+        };
+        let shown = format!(
+            "pid {pid}: {file} state {}, start ticks {ticks}",
+            printable_state(state)
+        );
+        match process(state, ticks) {
+            Process::Zombie => return format!("{shown}: a zombie, owner gone"),
+            Process::OddState => return format!("{shown}: not a state Linux uses"),
+            Process::Running(_) => {}
+        }
+        let current = self.boot_id.as_deref().unwrap_or("?");
+        match &self.recorded {
+            Recorded::None => {
+                format!("{shown}; no identity recorded, so an existing PID counts as alive")
+            }
+            Recorded::Invalid(why) => {
+                format!(
+                    "{shown}; the recorded identity is invalid: {}",
+                    why.as_text()
+                )
+            }
+            Recorded::Linux { boot_id, .. } if boot_id != current => format!(
+                "pid {pid} was recorded in boot {}, this machine's boot id is {}: owner gone",
+                short(boot_id),
+                short(current)
+            ),
+            Recorded::Linux {
+                ticks: recorded, ..
+            } if *recorded != ticks => format!(
+                "pid {pid} now belongs to another process: start ticks {ticks} \u{2260} recorded {recorded}"
+            ),
+            Recorded::Linux { .. } => format!(
+                "{shown} = recorded; boot id {} = this machine's",
+                short(current)
+            ),
+        }
+    }
+
+    /// Whether presence could be judged at all, and on what: the evidence
+    /// of the `owner_unverified` check.
+    pub fn judgeable_text(&self) -> String {
+        let pid = self.pid;
+        match self.namespace {
+            None => return format!("pid {pid} is above 2147483647: no Linux process has it"),
+            Some(Namespace::Foreign { seen: None, .. }) => {
+                return "/proc/self/stat is unreadable: this /proc cannot be trusted".into();
+            }
+            Some(Namespace::Foreign {
+                seen: Some(seen),
+                own,
+            }) => {
+                return format!(
+                    "/proc/self/stat shows pid {seen}, not this process's {own}: /proc belongs to another PID namespace"
+                );
+            }
+            Some(Namespace::Own) => {}
+        }
+        let Some(boot) = self.boot_id.as_deref() else {
+            return "this machine's boot id (/proc/sys/kernel/random/boot_id) is unreadable or not a UUID, so even a missing PID proves nothing".into();
+        };
+        let recorded = match &self.recorded {
+            Recorded::None => "no identity recorded".to_owned(),
+            Recorded::Invalid(why) => format!("recorded identity invalid: {}", why.as_text()),
+            Recorded::Linux { boot_id, ticks } => {
+                format!("recorded boot id {}, start ticks {ticks}", short(boot_id))
+            }
+        };
+        match self.presence() {
+            Presence::Unverified => self.process_text(),
+            _ => format!(
+                "judged from this process's own /proc; this machine's boot id is {}; {recorded}",
+                short(boot)
+            ),
+        }
+    }
+}
+
+/// `3f1c2a9e…`: enough of a boot id to tell two apart in a report.
+fn short(boot_id: &str) -> String {
+    match boot_id.get(..8) {
+        Some(head) if boot_id.len() > 8 => format!("{head}\u{2026}"),
+        _ => boot_id.to_owned(),
+    }
+}
+
+fn printable_state(state: u8) -> String {
+    if state.is_ascii_graphic() {
+        char::from(state).to_string()
+    } else {
+        format!("0x{state:02x}")
     }
 }
 
@@ -70,7 +305,7 @@ impl Recorded {
 pub struct ProcFs {
     root: PathBuf,
     own_pid: u32,
-    own_namespace: OnceLock<bool>,
+    namespace: OnceLock<Namespace>,
     boot_id: OnceLock<Option<String>>,
 }
 
@@ -85,60 +320,76 @@ impl ProcFs {
         ProcFs {
             root: root.to_path_buf(),
             own_pid,
-            own_namespace: OnceLock::new(),
+            namespace: OnceLock::new(),
             boot_id: OnceLock::new(),
         }
     }
 
-    /// Whether process `pid` is the owner the journal recorded. The evidence
-    /// is read in rch's own order (`observe_process`): our PID namespace,
-    /// then this machine's boot id, then `/proc/<pid>/stat`; so a missing PID
-    /// proves nothing until the boot id could be read.
+    /// Whether process `pid` is the owner the journal recorded: a thin
+    /// accessor over [`ProcFs::observe`].
     pub fn presence(&self, pid: u32, recorded: &Recorded) -> Presence {
-        if pid > i32::MAX as u32 || !self.is_own_namespace() {
-            return Presence::Unverified;
+        self.observe(pid, recorded).presence()
+    }
+
+    /// Reads the facts about process `pid` in rch's own order
+    /// (`observe_process`): our PID namespace, then this machine's boot id,
+    /// then `/proc/<pid>/stat`; a later fact is not read once an earlier one
+    /// leaves presence unverified.
+    pub fn observe(&self, pid: u32, recorded: &Recorded) -> Observation {
+        let mut observation = Observation {
+            pid,
+            recorded: recorded.clone(),
+            namespace: None,
+            boot_id: None,
+            stat: StatSeen::NotRead,
+        };
+        if pid > i32::MAX as u32 {
+            return observation;
         }
-        let Some(current_boot) = self.boot_id() else {
-            return Presence::Unverified;
-        };
-        let stat = match std::fs::read(self.root.join(pid.to_string()).join("stat")) {
-            Ok(stat) => stat,
-            Err(error) if error.kind() == io::ErrorKind::NotFound => return Presence::Gone,
-            Err(_) => return Presence::Unverified,
-        };
-        let ticks = match parse_stat(&stat) {
-            Some(Stat { pid: seen, .. }) if seen != pid => return Presence::Unverified,
-            Some(Stat {
-                state: b'Z' | b'X' | b'x',
-                ..
-            }) => return Presence::Gone,
-            Some(Stat {
-                state: b'R' | b'S' | b'D' | b'T' | b't' | b'K' | b'W' | b'P' | b'I',
-                start_ticks,
-                ..
-            }) => start_ticks,
-            _ => return Presence::Unverified,
-        };
-        match recorded {
-            Recorded::None => Presence::Alive,
-            Recorded::Invalid => Presence::Unverified,
-            Recorded::Linux {
-                boot_id,
-                ticks: recorded_ticks,
-            } if boot_id == current_boot && ticks == *recorded_ticks => Presence::Alive,
-            // Another boot, or the PID was reused by a later process.
-            Recorded::Linux { .. } => Presence::Gone,
+        let namespace = self.namespace();
+        observation.namespace = Some(namespace);
+        if namespace != Namespace::Own {
+            return observation;
         }
+        observation.boot_id = self.boot_id().map(str::to_owned);
+        if observation.boot_id.is_none() {
+            return observation;
+        }
+        observation.stat = match std::fs::read(self.root.join(pid.to_string()).join("stat")) {
+            Ok(stat) => match parse_stat(&stat) {
+                Some(Stat {
+                    pid,
+                    state,
+                    start_ticks,
+                }) => StatSeen::Seen {
+                    pid,
+                    state,
+                    start_ticks,
+                },
+                None => StatSeen::Garbled,
+            },
+            Err(error) if error.kind() == io::ErrorKind::NotFound => StatSeen::Absent,
+            Err(error) => StatSeen::Unreadable(error.to_string()),
+        };
+        observation
     }
 
     /// `/proc/self/stat` must show our own PID; otherwise `/proc` belongs to
     /// another PID namespace and a missing PID there proves nothing.
-    fn is_own_namespace(&self) -> bool {
-        *self.own_namespace.get_or_init(|| {
-            std::fs::read(self.root.join("self/stat"))
+    fn namespace(&self) -> Namespace {
+        *self.namespace.get_or_init(|| {
+            let seen = std::fs::read(self.root.join("self/stat"))
                 .ok()
                 .and_then(|stat| parse_stat(&stat))
-                .is_some_and(|stat| stat.pid == self.own_pid)
+                .map(|stat| stat.pid);
+            if seen == Some(self.own_pid) {
+                Namespace::Own
+            } else {
+                Namespace::Foreign {
+                    seen,
+                    own: self.own_pid,
+                }
+            }
         })
     }
 
@@ -247,7 +498,7 @@ mod tests {
     fn a_missing_pid_is_gone_whatever_was_recorded() {
         let proc = FakeProc::new(100);
         let view = proc.view(100);
-        for recorded in [Recorded::None, Recorded::Invalid, linux(1)] {
+        for recorded in [Recorded::None, Recorded::Invalid(Invalid::BootId), linux(1)] {
             assert_eq!(view.presence(4242, &recorded), Presence::Gone);
         }
     }
@@ -305,7 +556,8 @@ mod tests {
         let proc = FakeProc::new(100);
         proc.process("4242", 4242, 'S', 777);
         assert_eq!(
-            proc.view(100).presence(4242, &Recorded::Invalid),
+            proc.view(100)
+                .presence(4242, &Recorded::Invalid(Invalid::BootId)),
             Presence::Unverified
         );
     }
@@ -388,14 +640,14 @@ mod tests {
 
         let mut half = base.clone();
         half.boot_id = Some(BOOT.into());
-        assert_eq!(Recorded::of(&half), Recorded::Invalid);
+        assert_eq!(Recorded::of(&half), Recorded::Invalid(Invalid::HalfLegacy));
         let mut half = base.clone();
         half.process_start_ticks = Some(9);
-        assert_eq!(Recorded::of(&half), Recorded::Invalid);
+        assert_eq!(Recorded::of(&half), Recorded::Invalid(Invalid::HalfLegacy));
 
         let mut upper = legacy.clone();
         upper.boot_id = Some(BOOT.to_uppercase());
-        assert_eq!(Recorded::of(&upper), Recorded::Invalid);
+        assert_eq!(Recorded::of(&upper), Recorded::Invalid(Invalid::BootId));
 
         let birth = |boot: &str, start: ProcessStart| {
             let mut lease = legacy.clone();
@@ -410,12 +662,116 @@ mod tests {
             seconds: 1,
             microseconds: 2,
         };
-        assert_eq!(birth(BOOT, darwin), Recorded::Invalid, "no fallback");
         assert_eq!(
-            birth(&BOOT.to_uppercase(), ProcessStart::Linux { ticks: 11 }),
-            Recorded::Invalid,
+            birth(BOOT, darwin),
+            Recorded::Invalid(Invalid::NotLinux),
             "no fallback"
         );
+        assert_eq!(
+            birth(&BOOT.to_uppercase(), ProcessStart::Linux { ticks: 11 }),
+            Recorded::Invalid(Invalid::BootId),
+            "no fallback"
+        );
+    }
+
+    #[test]
+    fn an_observation_carries_the_facts_its_presence_rests_on() {
+        let proc = FakeProc::new(100);
+        proc.process("4242", 4242, 'S', 777);
+        let seen = proc.view(100).observe(4242, &linux(777));
+        assert_eq!(seen.namespace, Some(Namespace::Own));
+        assert_eq!(seen.boot_id.as_deref(), Some(BOOT));
+        assert_eq!(
+            seen.stat,
+            StatSeen::Seen {
+                pid: 4242,
+                state: b'S',
+                start_ticks: 777
+            }
+        );
+        assert_eq!(seen.presence(), Presence::Alive);
+        assert_eq!(
+            seen.process_text(),
+            "pid 4242: /proc/4242/stat state S, start ticks 777 = recorded; boot id 3f1c2a9e\u{2026} = this machine's"
+        );
+        assert_eq!(
+            seen.judgeable_text(),
+            "judged from this process's own /proc; this machine's boot id is 3f1c2a9e\u{2026}; recorded boot id 3f1c2a9e\u{2026}, start ticks 777"
+        );
+    }
+
+    #[test]
+    fn the_evidence_says_why_an_owner_is_gone() {
+        let proc = FakeProc::new(100);
+        let view = proc.view(100);
+        assert_eq!(
+            view.observe(4242, &linux(777)).process_text(),
+            "pid 4242 absent from /proc: owner gone"
+        );
+        proc.process("4242", 4242, 'S', 99);
+        assert_eq!(
+            view.observe(4242, &linux(123456789)).process_text(),
+            "pid 4242 now belongs to another process: start ticks 99 \u{2260} recorded 123456789"
+        );
+        let other_boot = Recorded::Linux {
+            boot_id: "00000000-0000-4000-8000-000000000000".into(),
+            ticks: 99,
+        };
+        let rebooted = view.observe(4242, &other_boot);
+        assert_eq!(rebooted.presence(), Presence::Gone);
+        assert!(
+            rebooted
+                .process_text()
+                .starts_with("pid 4242 was recorded in boot 00000000\u{2026}"),
+            "{}",
+            rebooted.process_text()
+        );
+        proc.process("4243", 4243, 'Z', 1);
+        assert!(
+            view.observe(4243, &linux(1))
+                .process_text()
+                .ends_with("a zombie, owner gone")
+        );
+        assert!(
+            view.observe(4242, &Recorded::None)
+                .process_text()
+                .ends_with("no identity recorded, so an existing PID counts as alive")
+        );
+    }
+
+    #[test]
+    fn the_evidence_says_why_presence_cannot_be_judged() {
+        let proc = FakeProc::new(100);
+        let foreign = proc.view(200).observe(4242, &linux(1));
+        assert_eq!(
+            foreign.stat,
+            StatSeen::NotRead,
+            "nothing read past the namespace"
+        );
+        assert_eq!(
+            foreign.judgeable_text(),
+            "/proc/self/stat shows pid 100, not this process's 200: /proc belongs to another PID namespace"
+        );
+        let huge = proc.view(100).observe(u32::MAX, &Recorded::None);
+        assert_eq!(huge.namespace, None);
+        assert!(huge.judgeable_text().contains("above 2147483647"));
+        proc.process("4242", 4242, 'S', 5);
+        let invalid = proc
+            .view(100)
+            .observe(4242, &Recorded::Invalid(Invalid::HalfLegacy));
+        assert_eq!(invalid.presence(), Presence::Unverified);
+        assert!(
+            invalid
+                .judgeable_text()
+                .ends_with("only one of boot_id and process_start_ticks is recorded"),
+            "{}",
+            invalid.judgeable_text()
+        );
+        std::fs::remove_file(proc.dir.path().join("sys/kernel/random/boot_id")).expect("rm");
+        let no_boot = proc.view(100).observe(4242, &linux(5));
+        assert_eq!(no_boot.stat, StatSeen::NotRead);
+        assert!(no_boot.judgeable_text().contains("boot id"));
+        assert!(no_boot.process_text().starts_with("pid 4242 not looked up"));
     }
 
     #[test]

@@ -114,6 +114,7 @@ impl Summary {
             wrapper_id: skipped.wrapper_id.as_deref(),
             outcome: "skipped",
             reason: skipped.reason.as_str(),
+            detail: skipped.detail.as_deref(),
         }));
         let document = JsonSummary {
             version: 1,
@@ -396,6 +397,9 @@ enum JsonLease<'a> {
         wrapper_id: Option<&'a str>,
         outcome: &'static str,
         reason: &'static str,
+        /// With `--verbose`: the evidence of the deciding check.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        detail: Option<&'a str>,
     },
 }
 

@@ -3,12 +3,14 @@
 //! counted as skipped. Other entries (`*.recovery.lock`, `*.recover`, rch's
 //! temporary files, folders) are not journals and are not counted.
 
+use crate::evidence::{Check, Evidence, FileKind, Judgement};
 use crate::journal::{self, LeaseDir, ReadFailure};
 use crate::judge::{self, Candidate, SkipReason};
 use crate::owner::ProcFs;
 use crate::plan;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
 
 pub struct ScanOptions {
@@ -26,7 +28,8 @@ pub struct Skipped {
     /// The wrapper id, when the name is canonical.
     pub wrapper_id: Option<String>,
     pub reason: SkipReason,
-    /// Why it could not be read or parsed, for people.
+    /// The evidence of the check that decided it, for people (kept only
+    /// with `keep_skipped`: `--verbose`).
     pub detail: Option<String>,
 }
 
@@ -108,35 +111,136 @@ fn judge_entry(
     buffer: &mut Vec<u8>,
 ) -> Result<Candidate, (SkipReason, Option<String>)> {
     // The type from the listing costs no syscall; the reader checks the
-    // opened descriptor again, so a swap after listing is still caught.
-    match entry.file_type() {
-        Ok(kind) if !kind.is_file() => return Err((SkipReason::NotRegular, None)),
-        Ok(_) => {}
-        Err(error) => return Err((SkipReason::Unreadable, Some(error.to_string()))),
+    // opened descriptor again, so a swap after listing is still caught (and
+    // a listing that cannot tell leaves the question to it).
+    let listed = match entry.file_type() {
+        Ok(kind) if kind.is_file() => FileKind::Regular,
+        Ok(kind) if kind.is_symlink() => FileKind::Symlink,
+        Ok(kind) if kind.is_dir() => FileKind::Directory,
+        Ok(kind) if kind.is_fifo() => FileKind::Fifo,
+        Ok(kind) if kind.is_socket() => FileKind::Socket,
+        Ok(_) => FileKind::Device,
+        Err(_) => FileKind::Unknown,
+    };
+    let judgement = judge_file(lease_dir, listed, name, options, proc, buffer);
+    // Text only for the rows that are printed: a plain scan formats
+    // nothing for the journals it skips.
+    let detail = if options.keep_skipped {
+        judgement.deciding().map(|check| check.evidence.to_string())
+    } else {
+        None
+    };
+    judgement.verdict.map_err(|reason| (reason, detail))
+}
+
+/// Judges the journal `name` of the lease directory: the file checks of
+/// SPEC's table (on what the listing said it is, then on the opened
+/// descriptor), then the parsed lease with [`judge::judge`]. The scan and
+/// `explain` both come here, so their verdicts and evidence cannot drift.
+pub fn judge_file(
+    lease_dir: &LeaseDir,
+    listed: FileKind,
+    name: &[u8],
+    options: &ScanOptions,
+    proc: &ProcFs,
+    buffer: &mut Vec<u8>,
+) -> Judgement {
+    let mut checks = Vec::with_capacity(SkipReason::ALL.len());
+    let skipped = |mut checks: Vec<Check>, check: SkipReason, evidence: Evidence| {
+        checks.push(Check::fail(check, evidence));
+        Judgement {
+            verdict: Err(check),
+            checks,
+        }
+    };
+    if !matches!(listed, FileKind::Regular | FileKind::Unknown) {
+        return skipped(checks, SkipReason::NotRegular, Evidence::Listed(listed));
     }
     let Some(wrapper_id) = journal::wrapper_id_of(name) else {
-        return Err((SkipReason::BadName, None));
+        checks.push(Check::pass(
+            SkipReason::NotRegular,
+            Evidence::Listed(listed),
+        ));
+        return skipped(
+            checks,
+            SkipReason::BadName,
+            Evidence::Name { canonical: false },
+        );
     };
-    lease_dir
-        .read(name, buffer)
-        .map_err(|failure| match failure {
-            ReadFailure::NotRegular => (SkipReason::NotRegular, None),
-            ReadFailure::ForeignOwner => (SkipReason::ForeignOwner, None),
-            ReadFailure::Missing => (
-                SkipReason::Unreadable,
-                Some("vanished while scanning".into()),
-            ),
-            ReadFailure::Unreadable(why) => (SkipReason::Unreadable, Some(why)),
-            ReadFailure::Malformed(why) => (SkipReason::Malformed, Some(why)),
-        })?;
-    let lease =
-        journal::parse(buffer).map_err(|error| (SkipReason::Malformed, Some(error.to_string())))?;
+    let read = lease_dir.read(name, buffer);
+    let stat = match read {
+        Ok(stat) => stat,
+        Err(ReadFailure::NotRegular(kind)) => {
+            return skipped(checks, SkipReason::NotRegular, Evidence::NotRegular(kind));
+        }
+        Err(failure) => {
+            checks.push(Check::pass(
+                SkipReason::NotRegular,
+                Evidence::Listed(listed),
+            ));
+            checks.push(Check::pass(
+                SkipReason::BadName,
+                Evidence::Name { canonical: true },
+            ));
+            if let ReadFailure::ForeignOwner { uid, euid } = failure {
+                return skipped(
+                    checks,
+                    SkipReason::ForeignOwner,
+                    Evidence::Owner { uid, euid },
+                );
+            }
+            checks.push(Check::pass(
+                SkipReason::ForeignOwner,
+                Evidence::Owner {
+                    uid: Some(lease_dir.euid()),
+                    euid: lease_dir.euid(),
+                },
+            ));
+            let evidence = match failure {
+                ReadFailure::Missing => Evidence::Vanished,
+                ReadFailure::TooLarge(size) => Evidence::TooLarge(size),
+                ReadFailure::Unreadable(why) | ReadFailure::Malformed(why) => {
+                    Evidence::ReadError(why)
+                }
+                ReadFailure::NotRegular(_) | ReadFailure::ForeignOwner { .. } => {
+                    Evidence::ReadError("changed while reading".into())
+                }
+            };
+            return skipped(checks, SkipReason::Unreadable, evidence);
+        }
+    };
+    checks.push(Check::pass(SkipReason::NotRegular, Evidence::Regular(stat)));
+    checks.push(Check::pass(
+        SkipReason::BadName,
+        Evidence::Name { canonical: true },
+    ));
+    checks.push(Check::pass(
+        SkipReason::ForeignOwner,
+        Evidence::Owner {
+            uid: Some(stat.uid),
+            euid: stat.euid,
+        },
+    ));
+    checks.push(Check::pass(
+        SkipReason::Unreadable,
+        Evidence::Size(stat.size),
+    ));
+    let lease = match journal::parse(buffer) {
+        Ok(lease) => lease,
+        Err(error) => {
+            return skipped(
+                checks,
+                SkipReason::Malformed,
+                Evidence::Shape(error.to_string()),
+            );
+        }
+    };
     judge::judge(
         wrapper_id,
         lease,
         options.now_unix_ms,
         options.stale_after_ms,
-        |pid, recorded| proc.presence(pid, recorded),
+        |pid, recorded| proc.observe(pid, recorded),
+        checks,
     )
-    .map_err(|reason| (reason, None))
 }

@@ -45,6 +45,7 @@ fn all_help() -> Vec<String> {
         &["status", "--help"],
         &["forget", "--help"],
         &["completions", "--help"],
+        &["explain", "--help"],
     ]
     .iter()
     .map(|args| help(args))

@@ -8,13 +8,46 @@
 use libfuzzer_sys::fuzz_target;
 use rch_sweep::journal;
 use rch_sweep::judge::{self, SkipReason};
-use rch_sweep::owner::{Presence, Recorded};
+use rch_sweep::owner::{Namespace, Observation, Presence, Recorded, StatSeen};
 
 /// A canonical wrapper id no seed uses, for the "name differs" case.
 const OTHER_ID: &str = "rchw-00000000-0000-4000-8000-000000000000";
 /// A day after the demo journals' heartbeats.
 const NOW: u64 = 1_791_366_403_512;
 const STALE_AFTER: u64 = 900_000;
+const BOOT: &str = "3f1c2a9e-5b7d-4e2a-9c1f-0a1b2c3d4e5f";
+
+/// /proc facts of an owner that is gone, alive (when the record allows it)
+/// or cannot be judged.
+fn observed(pid: u32, recorded: &Recorded, presence: Presence) -> Observation {
+    let mut observation = Observation {
+        pid,
+        recorded: recorded.clone(),
+        namespace: Some(Namespace::Own),
+        boot_id: Some(BOOT.into()),
+        stat: StatSeen::Absent,
+    };
+    match (presence, recorded) {
+        (Presence::Gone, _) => {}
+        (Presence::Alive, Recorded::Linux { boot_id, ticks }) => {
+            observation.boot_id = Some(boot_id.clone());
+            observation.stat = StatSeen::Seen {
+                pid,
+                state: b'S',
+                start_ticks: *ticks,
+            };
+        }
+        (Presence::Alive, _) => {
+            observation.stat = StatSeen::Seen {
+                pid,
+                state: b'S',
+                start_ticks: 1,
+            };
+        }
+        (Presence::Unverified, _) => observation.boot_id = None,
+    }
+    observation
+}
 
 fuzz_target!(|data: &[u8]| {
     // The scan's name check runs on arbitrary directory entries.
@@ -45,17 +78,51 @@ fuzz_target!(|data: &[u8]| {
     ];
     for (file_id, now, stale_after) in cases {
         let mut asked = false;
-        let gone = judge::judge(file_id, lease.clone(), now, stale_after, |pid, _| {
-            asked = true;
-            assert!(pid > 1, "presence asked for pid {pid}");
-            Presence::Gone
-        });
-        let alive = judge::judge(file_id, lease.clone(), now, stale_after, |_, _| {
-            Presence::Alive
-        });
-        let unverified = judge::judge(file_id, lease.clone(), now, stale_after, |_, _| {
-            Presence::Unverified
-        });
+        let gone = judge::judge(
+            file_id,
+            lease.clone(),
+            now,
+            stale_after,
+            |pid, recorded| {
+                asked = true;
+                assert!(pid > 1, "presence asked for pid {pid}");
+                observed(pid, recorded, Presence::Gone)
+            },
+            Vec::new(),
+        );
+        let alive = judge::judge(
+            file_id,
+            lease.clone(),
+            now,
+            stale_after,
+            |pid, recorded| observed(pid, recorded, Presence::Alive),
+            Vec::new(),
+        );
+        let unverified = judge::judge(
+            file_id,
+            lease.clone(),
+            now,
+            stale_after,
+            |pid, recorded| observed(pid, recorded, Presence::Unverified),
+            Vec::new(),
+        );
+        // Every check that was reached says what it saw, in table order.
+        for judgement in [&gone, &alive, &unverified] {
+            assert!(
+                judgement
+                    .checks
+                    .windows(2)
+                    .all(|w| w[0].check < w[1].check && w[0].passed)
+            );
+            assert!(
+                judgement
+                    .checks
+                    .iter()
+                    .all(|c| !c.evidence.to_string().is_empty())
+            );
+            assert_eq!(judgement.verdict.is_err(), judgement.deciding().is_some());
+        }
+        let (gone, alive, unverified) = (gone.verdict, alive.verdict, unverified.verdict);
         match &gone {
             Ok(candidate) => {
                 assert!(asked);
@@ -67,7 +134,10 @@ fuzz_target!(|data: &[u8]| {
                 assert!(!lease.terminal_acknowledged);
                 assert!(lease.schema_version == 1 && lease.wrapper_pid > 1);
                 assert!(now.saturating_sub(lease.heartbeat_unix_ms) >= stale_after);
-                assert_eq!(alive, Err(SkipReason::OwnerAlive));
+                // Alive needs a usable record, or none.
+                if !matches!(Recorded::of(&lease), Recorded::Invalid(_)) {
+                    assert_eq!(alive, Err(SkipReason::OwnerAlive));
+                }
                 assert_eq!(unverified, Err(SkipReason::OwnerUnverified));
             }
             Err(reason) => {

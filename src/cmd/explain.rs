@@ -1,0 +1,471 @@
+//! `rch-sweep explain`: answers an operator's "why is this lease (not) being
+//! recovered?" for the journals named, with every check of SPEC's table, the
+//! evidence it rests on, the verdict, the backoff entry and what a run now
+//! would do.
+//!
+//! The verdict comes from the very function the scan uses
+//! ([`scan::judge_file`]), so the two cannot disagree. Like a dry run it
+//! starts nothing, writes nothing, takes no lock and needs no `rch`: the
+//! state file is only read.
+
+use crate::backoff::{Backoff, Entry, now_unix_ms};
+use crate::cli::ExplainArgs;
+use crate::evidence::Judgement;
+use crate::exit::{ExitCode, Fatal};
+use crate::journal::{self, LeaseDir};
+use crate::log;
+use crate::owner::ProcFs;
+use crate::report::span;
+use crate::scan::{self, ScanOptions};
+use crate::state::{self, Loaded};
+use anyhow::Result;
+use serde::Serialize;
+use std::ffi::OsString;
+use std::fmt::Write as _;
+use std::io::{self, Write as _};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::{Path, PathBuf};
+
+/// One named journal, explained.
+struct Explained {
+    /// The entry name in the lease directory (lossily decoded).
+    file: String,
+    path: PathBuf,
+    wrapper_id: Option<String>,
+    /// The judgement, or why the argument names no journal.
+    judged: Result<Judgement, String>,
+    backoff: Option<Entry>,
+}
+
+/// What a run started now would do with a journal (SPEC's `next`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Next {
+    WouldRecover,
+    BackingOff(u64),
+    Skipped,
+}
+
+impl Next {
+    fn as_str(self) -> &'static str {
+        match self {
+            Next::WouldRecover => "would_recover",
+            Next::BackingOff(_) => "backing_off",
+            Next::Skipped => "skipped",
+        }
+    }
+}
+
+impl Explained {
+    /// None for a missing journal. A candidate whose backoff entry lies in
+    /// the future is backing off; the run's start budget is not applied.
+    fn next(&self, now_unix_ms: u64) -> Option<Next> {
+        match &self.judged {
+            Err(_) => None,
+            Ok(Judgement {
+                verdict: Err(_), ..
+            }) => Some(Next::Skipped),
+            Ok(Judgement { verdict: Ok(_), .. }) => Some(match &self.backoff {
+                Some(entry) if entry.next_attempt_unix_ms > now_unix_ms => {
+                    Next::BackingOff(entry.next_attempt_unix_ms)
+                }
+                _ => Next::WouldRecover,
+            }),
+        }
+    }
+}
+
+pub fn run(args: ExplainArgs) -> Result<ExitCode> {
+    let (lease_dir, state_file) = super::resolve_paths(&args.paths);
+    super::check_state_outside_leases(&lease_dir, &state_file)?;
+    let now = now_unix_ms();
+    let backoff = match state::load(&state_file, state::Access::Read)? {
+        Loaded::Missing => Backoff::empty(),
+        Loaded::Valid(backoff) => backoff,
+        Loaded::Corrupt(why, _) => {
+            log::warn(format!(
+                "state file {} does not parse ({why}); explaining without backoff",
+                state_file.display()
+            ));
+            Backoff::empty()
+        }
+    };
+    let dir = open_lease_dir(&lease_dir)?;
+    let options = ScanOptions {
+        now_unix_ms: now,
+        stale_after_ms: args.stale_after.saturating_mul(1000),
+        keep_skipped: false,
+    };
+    let proc = ProcFs::system();
+    let mut buffer = Vec::new();
+    let explained: Vec<Explained> = args
+        .journals
+        .iter()
+        .map(|arg| {
+            let name = entry_name(arg, &lease_dir);
+            explain(
+                dir.as_ref(),
+                &lease_dir,
+                arg,
+                name,
+                &backoff,
+                &options,
+                &proc,
+                &mut buffer,
+            )
+        })
+        .collect();
+    let text = if args.json {
+        json(&explained, now)
+    } else {
+        log::printable(&human(&explained, now)).into_owned()
+    };
+    // A closed stdout (`| head`) is not worth an error.
+    let _ = io::stdout().lock().write_all(text.as_bytes());
+    Ok(if explained.iter().any(|e| e.judged.is_err()) {
+        ExitCode::Failed
+    } else {
+        ExitCode::Success
+    })
+}
+
+/// The lease directory, or None when it does not exist (then every journal
+/// named is missing). A path that is no directory is a configuration error
+/// (78), as for a run.
+fn open_lease_dir(lease_dir: &Path) -> Result<Option<LeaseDir>> {
+    match LeaseDir::open(lease_dir) {
+        Ok(dir) => Ok(Some(dir)),
+        Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(error) if error.raw_os_error() == Some(libc::ENOTDIR) => Err(Fatal::error(
+            ExitCode::Config,
+            format!(
+                "lease directory {} is not a directory; point --lease-dir / RCH_SWEEP_LEASE_DIR at rch's job-leases folder",
+                lease_dir.display()
+            ),
+        )),
+        Err(error) => Err(Fatal::error(
+            ExitCode::Io,
+            format!(
+                "cannot read lease directory {}: {error}; check its permissions and the disk",
+                lease_dir.display()
+            ),
+        )),
+    }
+}
+
+/// The entry of the lease directory an argument names. Without a `/` it is
+/// `<arg>.json` (or the argument itself when it already ends in `.json`);
+/// with one it is a path whose folder must resolve to the lease directory
+/// itself. The entry's own name is never resolved, so a symbolic link is
+/// explained as the link the scan sees.
+fn entry_name(arg: &Path, lease_dir: &Path) -> Result<OsString, String> {
+    let bytes = arg.as_os_str().as_bytes();
+    if !bytes.contains(&b'/') {
+        if bytes.ends_with(b".json") {
+            return Ok(arg.as_os_str().to_owned());
+        }
+        let mut name = arg.as_os_str().to_owned();
+        name.push(".json");
+        return Ok(name);
+    }
+    let outside = || {
+        format!(
+            "{} is not a journal inside the lease directory {}",
+            arg.display(),
+            lease_dir.display()
+        )
+    };
+    let name = arg.file_name().ok_or_else(outside)?;
+    let folder = match arg.parent() {
+        Some(folder) if !folder.as_os_str().is_empty() => folder,
+        _ => Path::new("."),
+    };
+    let (Ok(folder), Ok(leases)) = (folder.canonicalize(), lease_dir.canonicalize()) else {
+        return Err(outside());
+    };
+    if folder != leases || bytes.ends_with(b"/") {
+        return Err(outside());
+    }
+    Ok(name.to_owned())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn explain(
+    dir: Option<&LeaseDir>,
+    lease_dir: &Path,
+    arg: &Path,
+    name: Result<OsString, String>,
+    backoff: &Backoff,
+    options: &ScanOptions,
+    proc: &ProcFs,
+    buffer: &mut Vec<u8>,
+) -> Explained {
+    let (file, path) = match &name {
+        Ok(name) => (
+            String::from_utf8_lossy(name.as_bytes()).into_owned(),
+            lease_dir.join(name),
+        ),
+        Err(_) => (
+            arg.file_name()
+                .map(|name| String::from_utf8_lossy(name.as_bytes()).into_owned())
+                .unwrap_or_else(|| arg.display().to_string()),
+            arg.to_path_buf(),
+        ),
+    };
+    let name = name.map(OsString::into_vec);
+    let wrapper_id = name
+        .as_ref()
+        .ok()
+        .and_then(|name| journal::wrapper_id_of(name))
+        .map(str::to_owned);
+    let judged = name.and_then(|name| {
+        let Some(dir) = dir else {
+            return Err(format!(
+                "the lease directory {} does not exist",
+                lease_dir.display()
+            ));
+        };
+        if !name.ends_with(b".json") {
+            return Err(format!(
+                "{} is not a journal: only *.json entries are judged",
+                path.display()
+            ));
+        }
+        match dir.kind(&name) {
+            Ok(Some(kind)) => Ok(scan::judge_file(dir, kind, &name, options, proc, buffer)),
+            Ok(None) => Err(format!("no such journal: {}", path.display())),
+            Err(error) => Err(format!("cannot look at {}: {error}", path.display())),
+        }
+    });
+    let backoff = wrapper_id
+        .as_ref()
+        .and_then(|id| backoff.leases.get(id))
+        .cloned();
+    Explained {
+        file,
+        path,
+        wrapper_id,
+        judged,
+        backoff,
+    }
+}
+
+#[derive(Serialize)]
+struct JsonDocument<'a> {
+    version: u32,
+    journals: Vec<JsonJournal<'a>>,
+}
+
+#[derive(Serialize)]
+struct JsonJournal<'a> {
+    file: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    wrapper_id: Option<&'a str>,
+    verdict: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a str>,
+    checks: Vec<JsonCheck>,
+    backoff: Option<&'a Entry>,
+    next: Option<&'static str>,
+}
+
+#[derive(Serialize)]
+struct JsonCheck {
+    check: &'static str,
+    passed: bool,
+    evidence: String,
+}
+
+/// SPEC's document: `{"version": 1, "journals": [...]}`, one line.
+fn json(explained: &[Explained], now: u64) -> String {
+    let journals = explained
+        .iter()
+        .map(|one| {
+            let (verdict, reason, error, checks) = match &one.judged {
+                Err(error) => ("missing", None, Some(error.as_str()), Vec::new()),
+                Ok(judgement) => {
+                    let checks = judgement
+                        .checks
+                        .iter()
+                        .map(|check| JsonCheck {
+                            check: check.check.as_str(),
+                            passed: check.passed,
+                            evidence: check.evidence.to_string(),
+                        })
+                        .collect();
+                    match judgement.verdict {
+                        Ok(_) => ("candidate", None, None, checks),
+                        Err(reason) => ("skipped", Some(reason.as_str()), None, checks),
+                    }
+                }
+            };
+            JsonJournal {
+                file: &one.file,
+                wrapper_id: one.wrapper_id.as_deref(),
+                verdict,
+                reason,
+                error,
+                checks,
+                backoff: one.backoff.as_ref(),
+                next: one.next(now).map(Next::as_str),
+            }
+        })
+        .collect();
+    let document = JsonDocument {
+        version: 1,
+        journals,
+    };
+    // Plain structs of strings and numbers always serialize.
+    format!("{}\n", serde_json::to_string(&document).unwrap_or_default())
+}
+
+/// A short report per journal, to paste into a ticket.
+fn human(explained: &[Explained], now: u64) -> String {
+    let mut out = String::new();
+    for (index, one) in explained.iter().enumerate() {
+        if index > 0 {
+            out.push('\n');
+        }
+        let _ = writeln!(out, "{}", one.file);
+        let _ = writeln!(out, "  path     {}", one.path.display());
+        match &one.judged {
+            Err(error) => {
+                let _ = writeln!(out, "  verdict  missing: {error}");
+            }
+            Ok(judgement) => {
+                let _ = writeln!(out, "  checks   (in order; the first that fails decides)");
+                let width = judgement
+                    .checks
+                    .iter()
+                    .map(|check| check.check.as_str().len())
+                    .max()
+                    .unwrap_or(0);
+                for check in &judgement.checks {
+                    let _ = writeln!(
+                        out,
+                        "    {}  {:width$}  {}",
+                        if check.passed { "pass" } else { "FAIL" },
+                        check.check.as_str(),
+                        check.evidence
+                    );
+                }
+                let _ = match judgement.verdict {
+                    Ok(_) => writeln!(
+                        out,
+                        "  verdict  candidate: the owner is gone and the lease still holds work only a recovery can finish"
+                    ),
+                    Err(reason) => writeln!(out, "  verdict  skipped: {}", reason.as_str()),
+                };
+            }
+        }
+        match &one.backoff {
+            None => out.push_str("  backoff  none\n"),
+            Some(entry) => {
+                let _ = writeln!(
+                    out,
+                    "  backoff  {} failure{} (worker {}, build {}); next attempt {}",
+                    entry.failures,
+                    if entry.failures == 1 { "" } else { "s" },
+                    entry.worker_id,
+                    entry.build_id,
+                    when(entry.next_attempt_unix_ms, now)
+                );
+                if let Some(error) = &entry.last_error {
+                    let _ = writeln!(out, "           last error: {error}");
+                }
+            }
+        }
+        let next = match one.next(now) {
+            None => "nothing: there is no such journal".to_owned(),
+            Some(Next::Skipped) => "skipped: not a candidate".to_owned(),
+            Some(Next::WouldRecover) => match &one.wrapper_id {
+                Some(id) => format!(
+                    "would_recover: run `rch jobs recover {id}` (within the run's --max-recoveries)"
+                ),
+                None => "would_recover".to_owned(),
+            },
+            Some(Next::BackingOff(until)) => format!("backing_off until {}", when(until, now)),
+        };
+        let _ = writeln!(out, "  next run {next}");
+    }
+    out
+}
+
+/// `2026-11-30 07:12:03 UTC (in 19m 59s)`, or `(due)` once passed.
+fn when(unix_ms: u64, now: u64) -> String {
+    let relative = if unix_ms > now {
+        format!("in {}", span(unix_ms - now))
+    } else {
+        "due".to_owned()
+    };
+    format!("{} ({relative})", utc(unix_ms))
+}
+
+/// A Unix time in milliseconds as a UTC date and time.
+fn utc(unix_ms: u64) -> String {
+    let secs = unix_ms / 1000;
+    let (days, rest) = (secs / 86_400, secs % 86_400);
+    // Howard Hinnant's days-to-civil, for days since 1970-01-01.
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC",
+        rest / 3600,
+        rest / 60 % 60,
+        rest % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_dates_are_civil() {
+        assert_eq!(utc(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(utc(1_791_280_003_512), "2026-10-06 09:46:43 UTC");
+        assert_eq!(utc(951_782_400_000), "2000-02-29 00:00:00 UTC");
+    }
+
+    #[test]
+    fn names_without_a_slash_are_journals_of_the_lease_directory() {
+        let dir = Path::new("/nonexistent/job-leases");
+        let id = "rchw-6f1c3b7e-2a4d-4c8e-9b1f-3e5a7d9c2b10";
+        assert_eq!(
+            entry_name(Path::new(id), dir),
+            Ok(OsString::from(format!("{id}.json")))
+        );
+        assert_eq!(
+            entry_name(Path::new("notes.json"), dir),
+            Ok(OsString::from("notes.json"))
+        );
+        assert!(entry_name(Path::new("/etc/passwd"), dir).is_err());
+    }
+
+    #[test]
+    fn a_path_must_lead_into_the_lease_directory() {
+        let world = tempfile::tempdir().expect("tempdir");
+        let leases = world.path().join("job-leases");
+        std::fs::create_dir(&leases).expect("mkdir");
+        let inside = leases.join("x.json");
+        assert_eq!(entry_name(&inside, &leases), Ok(OsString::from("x.json")));
+        let around = world.path().join("job-leases/../job-leases/x.json");
+        assert_eq!(entry_name(&around, &leases), Ok(OsString::from("x.json")));
+        for outside in [
+            world.path().join("x.json"),
+            leases.join("sub/x.json"),
+            leases.join(".."),
+            leases.clone(),
+        ] {
+            assert!(entry_name(&outside, &leases).is_err(), "{outside:?}");
+        }
+    }
+}
