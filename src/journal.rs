@@ -240,6 +240,122 @@ impl LeaseDir {
     }
 }
 
+/// The type an entry's listing gave (`d_type`), before anything is opened.
+/// `DT_UNKNOWN` (some file systems never fill it in) is resolved later by
+/// [`LeaseDir::is_regular`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ListedType(u8);
+
+/// A stream over the entries of an open [`LeaseDir`], read by its descriptor
+/// (never by path again, so a directory renamed or replaced after opening
+/// cannot be listed in its place) and consumed as it is read: nothing is
+/// collected, so memory does not grow with the number of entries.
+pub struct Listing {
+    dir: std::ptr::NonNull<libc::DIR>,
+}
+
+impl Listing {
+    /// The next entry other than `.` and `..`, with its listed type; `None`
+    /// at the end. An error means the listing cannot go on (the caller must
+    /// not take what it saw for the whole directory).
+    pub fn next_entry(&mut self) -> Option<io::Result<(&[u8], ListedType)>> {
+        loop {
+            // readdir reports an error only through errno, so clear it first.
+            // SAFETY: __errno_location returns this thread's errno slot,
+            // valid for the thread's lifetime.
+            unsafe { *libc::__errno_location() = 0 };
+            // SAFETY: `self.dir` is an open DIR stream owned by this value and
+            // used by this thread only (`Listing` is neither Send nor Sync).
+            let entry = unsafe { libc::readdir(self.dir.as_ptr()) };
+            if entry.is_null() {
+                let error = io::Error::last_os_error();
+                return match error.raw_os_error() {
+                    Some(0) | None => None,
+                    Some(_) => Some(Err(error)),
+                };
+            }
+            // SAFETY: readdir returned a non-null pointer to an entry that
+            // stays valid until the next readdir or closedir on this stream,
+            // both of which need `&mut self`, which the returned borrow holds.
+            let (name, kind) = unsafe {
+                let entry = &*entry;
+                (
+                    std::ffi::CStr::from_ptr(entry.d_name.as_ptr()).to_bytes(),
+                    entry.d_type,
+                )
+            };
+            if name != b"." && name != b".." {
+                return Some(Ok((name, ListedType(kind))));
+            }
+        }
+    }
+}
+
+impl Drop for Listing {
+    fn drop(&mut self) {
+        // SAFETY: the stream is open and owned by this value; closedir also
+        // closes the duplicated descriptor it was made from.
+        unsafe { libc::closedir(self.dir.as_ptr()) };
+    }
+}
+
+impl LeaseDir {
+    /// Lists the directory by its open descriptor, from the start. The
+    /// listing owns a duplicate of the descriptor (close-on-exec, like every
+    /// descriptor this tool opens), so reading journals meanwhile is unaffected.
+    pub fn list(&self) -> io::Result<Listing> {
+        // SAFETY: the directory fd is open for the lifetime of `self`;
+        // F_DUPFD_CLOEXEC returns a new descriptor or -1.
+        let fd = unsafe { libc::fcntl(self.dir.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 0) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fd` is a fresh descriptor of a directory, owned by nobody
+        // else; on success the DIR stream takes it over.
+        let dir = unsafe { libc::fdopendir(fd) };
+        let Some(dir) = std::ptr::NonNull::new(dir) else {
+            let error = io::Error::last_os_error();
+            // SAFETY: fdopendir failed, so `fd` is still ours to close.
+            unsafe { libc::close(fd) };
+            return Err(error);
+        };
+        // A duplicate shares the file offset: start from the first entry
+        // whatever listed this descriptor before.
+        // SAFETY: `dir` is the open stream just made.
+        unsafe { libc::rewinddir(dir.as_ptr()) };
+        Ok(Listing { dir })
+    }
+
+    /// Whether the entry `name` is a regular file: from its listed type when
+    /// the listing knew it (no syscall), else from `fstatat` without
+    /// following a link, as `std::fs::DirEntry::file_type` does. The reader
+    /// checks the opened descriptor again, so a swap after listing is caught.
+    pub fn is_regular(&self, name: &[u8], listed: ListedType) -> io::Result<bool> {
+        if listed.0 != libc::DT_UNKNOWN {
+            return Ok(listed.0 == libc::DT_REG);
+        }
+        let c_name =
+            CString::new(name).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+        let mut stat = std::mem::MaybeUninit::<libc::stat>::uninit();
+        // SAFETY: the fd and name are valid; `stat` is only read when the
+        // call succeeded and so filled it.
+        let rc = unsafe {
+            libc::fstatat(
+                self.dir.as_raw_fd(),
+                c_name.as_ptr(),
+                stat.as_mut_ptr(),
+                libc::AT_SYMLINK_NOFOLLOW,
+            )
+        };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: fstatat returned 0, so it filled `stat`.
+        let mode = unsafe { stat.assume_init() }.st_mode;
+        Ok(mode & libc::S_IFMT == libc::S_IFREG)
+    }
+}
+
 fn too_large() -> ReadFailure {
     ReadFailure::Unreadable(format!("larger than {MAX_JOURNAL_BYTES} bytes"))
 }
@@ -272,6 +388,43 @@ mod tests {
         assert_eq!(wrapper_id_of(format!("{id}.json").as_bytes()), Some(id));
         assert_eq!(wrapper_id_of(id.as_bytes()), None);
         assert_eq!(wrapper_id_of(b"rchw-\xff.json"), None);
+    }
+
+    #[test]
+    fn the_listing_reads_every_entry_by_descriptor_with_its_type() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join("a.json"), "{}").expect("write");
+        std::fs::create_dir(dir.path().join("b.json")).expect("mkdir");
+        std::os::unix::fs::symlink("a.json", dir.path().join("c.json")).expect("symlink");
+        let lease_dir = LeaseDir::open(dir.path()).expect("open");
+        // Listed by the descriptor: renaming the path away changes nothing.
+        let moved = dir.path().with_extension("moved");
+        std::fs::rename(dir.path(), &moved).expect("rename");
+        let list = |lease_dir: &LeaseDir| {
+            let mut listing = lease_dir.list().expect("list");
+            let mut seen = Vec::new();
+            while let Some(entry) = listing.next_entry() {
+                let (name, listed) = entry.expect("entry");
+                let regular = lease_dir.is_regular(name, listed).expect("type");
+                // What fstatat says when the listing gives no type.
+                let unknown = lease_dir
+                    .is_regular(name, ListedType(libc::DT_UNKNOWN))
+                    .expect("stat");
+                assert_eq!(regular, unknown, "{name:?}");
+                seen.push((String::from_utf8_lossy(name).into_owned(), regular));
+            }
+            seen.sort();
+            seen
+        };
+        let expected = [
+            ("a.json".to_owned(), true),
+            ("b.json".to_owned(), false),
+            ("c.json".to_owned(), false),
+        ];
+        assert_eq!(list(&lease_dir), expected);
+        // A second listing starts from the first entry again.
+        assert_eq!(list(&lease_dir), expected);
+        std::fs::rename(&moved, dir.path()).expect("rename back");
     }
 
     #[test]
