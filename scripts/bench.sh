@@ -7,9 +7,11 @@
 #  1. Scan: for 10k and 100k generated journals, the dry run's wall time
 #     (`rch-sweep --dry-run --quiet --lease-dir DIR`) with one scan thread
 #     (RCH_SWEEP_SCAN_THREADS=1) and with one a core (the default), the time
-#     of `cat` over the same files in the same hyperfine run (the physical
-#     floor of one reader: every byte read once), their ratios (target at
-#     100k, all threads: <= 0.6) and the dry run's peak RSS. Also `cat` over
+#     of `cat` over the same files, timed round-robin in the same rounds
+#     (BENCH_ROUNDS, default 7, so that load from other work on a shared
+#     machine falls on all alike; the CPU pressure meanwhile is printed), the
+#     medians of their per-round ratios (target at 100k, all threads: <= 0.6)
+#     and the dry run's peak RSS. Also `cat` over
 #     only the files of at most 1 MiB: rch-sweep refuses the larger ones
 #     (0.8 % of them, 80 % of the bytes) after one fstat, so that is the
 #     floor of the bytes it actually reads.
@@ -119,6 +121,62 @@ peak_rss_kb() {
   echo "$best"
 }
 now_ns() { date +%s%N; }
+# Round-robin timing: each round runs every command once (after one warm-up
+# round), so load from other work on the machine falls on all of them alike.
+# Prints JSON: per command the median, min and max seconds and the median
+# (and range) of its per-round ratio to the last command; and "pressure",
+# the share of the wall time some task waited for a CPU (/proc/pressure/cpu),
+# to show how busy the machine was meanwhile.
+interleave() { # rounds name command [name command...]
+  python3 - "$@" <<'EOF'
+import json, statistics, subprocess, sys, time
+
+rounds = int(sys.argv[1])
+pairs = list(zip(sys.argv[2::2], sys.argv[3::2]))
+
+def pressure_us():
+    try:
+        with open("/proc/pressure/cpu") as f:
+            return int(f.readline().split("total=")[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+def run(cmd):
+    start = time.perf_counter()
+    subprocess.run(cmd, shell=True, check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+for _, cmd in pairs:  # warm-up round
+    run(cmd)
+times = {name: [] for name, _ in pairs}
+p0, t0 = pressure_us(), time.perf_counter()
+for _ in range(rounds):
+    for name, cmd in pairs:
+        times[name].append(run(cmd))
+p1, t1 = pressure_us(), time.perf_counter()
+base = pairs[-1][0]
+out = {"pressure": -1 if p0 is None else (p1 - p0) / 1e6 / (t1 - t0) * 100}
+for name, _ in pairs:
+    ratios = [a / b for a, b in zip(times[name], times[base])]
+    out[name] = {
+        "median": statistics.median(times[name]),
+        "min": min(times[name]),
+        "max": max(times[name]),
+        "ratio": statistics.median(ratios),
+        "ratio_min": min(ratios),
+        "ratio_max": max(ratios),
+    }
+json.dump(out, sys.stdout)
+EOF
+}
+# A field of a JSON file: jget FILE KEY...
+jget() {
+  python3 -c 'import json, sys
+value = json.load(open(sys.argv[1]))
+for key in sys.argv[2:]:
+    value = value[key]
+print(value)' "$@"
+}
 # hyperfine with its report kept in a file (shown when it fails).
 hf() { # report-file hyperfine-args...
   local out=$1
@@ -179,24 +237,24 @@ import json, sys
 d = json.load(sys.stdin)
 print("dry run: scanned", d["scanned"], "candidates", d["candidates"], "skipped", json.dumps(d["skipped"], sort_keys=True))'
   json=$root/scan-$count.json
-  hf "$root/hyperfine-$count.txt" --warmup 2 --min-runs 5 --export-json "$json" \
-    -n "dry run, $threads threads" "$bin --dry-run --quiet --lease-dir $dir" \
-    -n "dry run, 1 thread" "RCH_SWEEP_SCAN_THREADS=1 $bin --dry-run --quiet --lease-dir $dir" \
-    -n "cat all" "find $dir -name '*.json' -print0 | xargs -0 cat > /dev/null" \
-    -n "cat <= 1 MiB" "find $dir -name '*.json' -size -1048577c -print0 | xargs -0 cat > /dev/null"
-  dry=$(stat_of "$json" 0 mean); dry_sd=$(stat_of "$json" 0 stddev)
-  dry1=$(stat_of "$json" 1 mean); dry1_sd=$(stat_of "$json" 1 stddev)
-  cat_all=$(stat_of "$json" 2 mean); cat_all_sd=$(stat_of "$json" 2 stddev)
-  cat_small=$(stat_of "$json" 3 mean)
-  ratio=$(calc "f'{$dry / $cat_all:.2f}'")
-  ratio1=$(calc "f'{$dry1 / $cat_all:.2f}'")
+  interleave "${BENCH_ROUNDS:-7}" \
+    dry "$bin --dry-run --quiet --lease-dir $dir" \
+    dry1 "RCH_SWEEP_SCAN_THREADS=1 $bin --dry-run --quiet --lease-dir $dir" \
+    cat_small "find $dir -name '*.json' -size -1048577c -print0 | xargs -0 cat > /dev/null" \
+    cat "find $dir -name '*.json' -print0 | xargs -0 cat > /dev/null" >"$json"
+  dry=$(jget "$json" dry median); dry1=$(jget "$json" dry1 median)
+  cat_all=$(jget "$json" cat median); cat_small=$(jget "$json" cat_small median)
+  ratio=$(calc "f'{$(jget "$json" dry ratio):.2f}'")
+  ratio_range=$(calc "f'{$(jget "$json" dry ratio_min):.2f}-{$(jget "$json" dry ratio_max):.2f}'")
+  ratio1=$(calc "f'{$(jget "$json" dry1 ratio):.2f}'")
   ratio_small=$(calc "f'{$dry / $cat_small:.2f}'")
+  pressure=$(calc "f'{$(jget "$json" pressure):.0f}'") # -1: not known
   rss=$(peak_rss_kb "$bin" --dry-run --quiet --lease-dir "$dir")
   rss_mib=$(calc "f'{$rss / 1024:.1f}'")
-  record "scan $count: dry run $threads threads $(ms "$dry") ms ± $(ms "$dry_sd") (${ratio}x cat); 1 thread $(ms "$dry1") ms ± $(ms "$dry1_sd") (${ratio1}x cat); cat $(ms "$cat_all") ms ± $(ms "$cat_all_sd"); peak RSS $rss_mib MiB"
+  record "scan $count (medians of ${BENCH_ROUNDS:-7} rounds; CPU pressure $pressure %): dry run $threads threads $(ms "$dry") ms = ${ratio}x cat (rounds ${ratio_range}x); 1 thread $(ms "$dry1") ms = ${ratio1}x cat; cat $(ms "$cat_all") ms; peak RSS $rss_mib MiB"
   record "scan $count: cat of only the <= 1 MiB files (what rch-sweep reads) $(ms "$cat_small") ms; dry run ($threads threads) / that = ${ratio_small}x"
   if [ "$count" = 100000 ]; then
-    record "target 100k dry run ($threads threads) <= 0.6x cat: $(verdict "$dry / $cat_all <= 0.6") (${ratio}x)"
+    record "target 100k dry run ($threads threads) <= 0.6x cat: $(verdict "$(jget "$json" dry ratio) <= 0.6") (${ratio}x)"
   fi
   rm -rf "$dir"
 done
