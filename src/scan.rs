@@ -117,6 +117,7 @@ fn scan_in_batches(
         lease_dir: &lease_dir,
         options,
         proc,
+        found: Mutex::default(),
     };
     let mut scanned = 0;
     let mut batch = Batch::default();
@@ -189,27 +190,44 @@ fn scan_in_batches(
         });
         listed.map_err(ScanError::Io)?;
     }
-    let mut result = Scan {
-        scanned,
-        skipped: mine.skipped,
-        candidates: mine.candidates,
-        skipped_list: Vec::new(),
-        dir_missing: false,
-    };
-    plan::order(&mut result.candidates);
+    let Found {
+        mut candidates,
+        mut skipped_list,
+    } = shared
+        .found
+        .into_inner()
+        .unwrap_or_else(PoisonError::into_inner);
+    plan::order(&mut candidates);
     // Names are unique, but their lossy decodings need not be: ties keep the
     // listing order, as the serial scan's stable sort did.
-    mine.skipped_list
-        .sort_by(|(a_seq, a), (b_seq, b)| a.file.cmp(&b.file).then(a_seq.cmp(b_seq)));
-    result.skipped_list = mine.skipped_list.into_iter().map(|(_, row)| row).collect();
-    Ok(result)
+    skipped_list.sort_by(|(a_seq, a), (b_seq, b)| a.file.cmp(&b.file).then(a_seq.cmp(b_seq)));
+    Ok(Scan {
+        scanned,
+        skipped: mine.skipped,
+        candidates,
+        skipped_list: skipped_list.into_iter().map(|(_, row)| row).collect(),
+        dir_missing: false,
+    })
 }
 
-/// What every scan thread shares: the open directory and the judge's inputs.
+/// What every scan thread shares: the open directory, the judge's inputs and
+/// what was found.
 struct Shared<'a> {
     lease_dir: &'a LeaseDir,
     options: &'a ScanOptions,
     proc: &'a ProcFs,
+    /// Every thread appends here once a batch. One vector that only grows is
+    /// never copied into another and freed, which would leave glibc's malloc
+    /// holding the memory of a vector that size until the run ends.
+    found: Mutex<Found>,
+}
+
+/// The records the result keeps, in no particular order until sorted.
+#[derive(Default)]
+struct Found {
+    candidates: Vec<Candidate>,
+    /// With `keep_skipped`: each skipped row with its listing position.
+    skipped_list: Vec<(usize, Skipped)>,
 }
 
 /// A few `*.json` names, in listing order, stored back to back.
@@ -257,13 +275,11 @@ impl Batch {
     }
 }
 
-/// One thread's share of the result.
+/// One thread's counts, and what it found in the batch at hand.
 #[derive(Default)]
 struct Partial {
     skipped: [usize; SkipReason::ALL.len()],
-    candidates: Vec<Candidate>,
-    /// With `keep_skipped`: each skipped row with its listing position.
-    skipped_list: Vec<(usize, Skipped)>,
+    found: Found,
 }
 
 impl Partial {
@@ -278,11 +294,11 @@ impl Partial {
                 buffer,
             );
             match verdict {
-                Ok(candidate) => self.candidates.push(candidate),
+                Ok(candidate) => self.found.candidates.push(candidate),
                 Err((reason, detail)) => {
                     self.skipped[reason.index()] += 1;
                     if shared.options.keep_skipped {
-                        self.skipped_list.push((
+                        self.found.skipped_list.push((
                             position,
                             Skipped {
                                 file: String::from_utf8_lossy(name).into_owned(),
@@ -294,6 +310,11 @@ impl Partial {
                     }
                 }
             }
+        }
+        if !self.found.candidates.is_empty() || !self.found.skipped_list.is_empty() {
+            let mut found = shared.found.lock().unwrap_or_else(PoisonError::into_inner);
+            found.candidates.append(&mut self.found.candidates);
+            found.skipped_list.append(&mut self.found.skipped_list);
         }
     }
 
@@ -313,12 +334,11 @@ impl Partial {
         }
     }
 
+    /// Adds another thread's counts (what it found is in [`Shared::found`]).
     fn merge(&mut self, other: Partial) {
         for (total, count) in self.skipped.iter_mut().zip(other.skipped) {
             *total += count;
         }
-        self.candidates.extend(other.candidates);
-        self.skipped_list.extend(other.skipped_list);
     }
 }
 
