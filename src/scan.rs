@@ -77,8 +77,8 @@ pub fn scan(dir: &Path, options: &ScanOptions, proc: &ProcFs) -> Result<Scan, Sc
 /// queue is full. Each thread reads with its own buffer and keeps only what
 /// the result needs (counts; candidates; skipped rows only for `--verbose`),
 /// so memory grows with the candidates, never with the skipped journals. The
-/// merge gives exactly the serial result: candidates in [`plan::order`],
-/// skipped rows in file-name order with ties in listing order.
+/// result is exactly the serial one: candidates in [`plan::order`], skipped
+/// rows in file-name order with ties in listing order, the same counts.
 pub fn scan_with_threads(
     dir: &Path,
     options: &ScanOptions,
@@ -146,16 +146,18 @@ fn scan_in_batches(
         let receiver = Mutex::new(receiver);
         let listed = std::thread::scope(|scope| {
             let mut workers = Vec::new();
+            let mut may_spawn = true;
             let listed = loop {
-                if workers.len() + 1 < threads {
+                if may_spawn && workers.len() + 1 < threads {
                     // A thread that cannot be started leaves its share to
-                    // the others: this thread judges whatever the queue
-                    // cannot take.
-                    if let Ok(worker) = std::thread::Builder::new()
+                    // the others (no more are tried): this thread judges
+                    // whatever the queue cannot take.
+                    match std::thread::Builder::new()
                         .name("rch-sweep-scan".into())
                         .spawn_scoped(scope, || work(&shared, &receiver))
                     {
-                        workers.push(worker);
+                        Ok(worker) => workers.push(worker),
+                        Err(_) => may_spawn = false,
                     }
                 }
                 // Never block on a full queue: judging the batch here keeps
