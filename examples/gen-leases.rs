@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! cargo run --release --example gen-leases -- --count 100000 --dir DIR \
-//!     [--seed 42] [--now-ms MS] [--live-pid PID]
+//!     [--seed 42] [--now-ms MS] [--live-pid PID] [--candidates N] [--no-oversized]
 //! ```
 //!
 //! Every file is a `rchw-<uuid>.json` journal pretty-printed like rch's own
@@ -24,6 +24,12 @@
 //! so kinds are shuffled in directory order. `--count 100000` writes about
 //! 1.6 GB, 1.3 GB of it the 833 oversized journals.
 //!
+//! `--candidates N` writes at most N candidates; the later candidate slots
+//! become `not_owning` journals of the same size, so directories of any size
+//! can hold the same candidates (to show that memory grows with candidates
+//! only). `--no-oversized` writes the 1.5 MiB hostile journal as a truncated
+//! one instead, about 3 KB: 1,000,000 journals then take about 4 GB, not 16.
+//!
 //! `--live-pid` defaults to the shell that started the generator (the parent,
 //! or the grandparent when the parent is `cargo run`): sweep from that same
 //! shell, or pass the PID of a process that outlives the benchmark. Once that
@@ -38,8 +44,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-const USAGE: &str =
-    "usage: gen-leases --count N --dir DIR [--seed S] [--now-ms MS] [--live-pid PID]";
+const USAGE: &str = "usage: gen-leases --count N --dir DIR [--seed S] [--now-ms MS] [--live-pid PID] [--candidates N] [--no-oversized]";
 
 /// Linux never hands out a PID at or above this (`PID_MAX_LIMIT`), so an owner
 /// recorded above it is provably gone on any machine.
@@ -554,6 +559,8 @@ struct Context {
     boots: Vec<String>,
     /// The oversized hostile journal, with `TEMPLATE_ID` for its wrapper id.
     oversized: String,
+    /// `--no-oversized`: that slot holds a truncated journal instead.
+    no_oversized: bool,
 }
 
 /// rch build ids: `(daemon_start_secs << 24) | 1`, then incrementing.
@@ -643,7 +650,11 @@ fn file_bytes(rng: &mut Rng, ctx: &Context, index: u64, kind: Kind, wrapper_id: 
         return to_pretty(&journal(rng, &lease, 0)).into_bytes();
     };
     let mut candidate = lease_of(rng, ctx, Kind::Candidate, wrapper_id.to_owned());
-    match (index / 20) % 6 {
+    let variant = match (index / 20) % 6 {
+        4 if ctx.no_oversized => 0,
+        variant => variant,
+    };
+    match variant {
         0 => {
             // Truncated mid-object.
             let mut text = to_pretty(&journal(rng, &candidate, 0)).into_bytes();
@@ -734,6 +745,8 @@ struct Args {
     seed: u64,
     now_ms: Option<u64>,
     live_pid: Option<u32>,
+    candidates: Option<u64>,
+    no_oversized: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -743,6 +756,8 @@ fn parse_args() -> Result<Args, String> {
         seed: 42,
         now_ms: None,
         live_pid: None,
+        candidates: None,
+        no_oversized: false,
     };
     let (mut count, mut dir) = (None, None);
     let mut argv = std::env::args().skip(1);
@@ -750,6 +765,10 @@ fn parse_args() -> Result<Args, String> {
         if arg == "-h" || arg == "--help" {
             println!("{USAGE}");
             std::process::exit(0);
+        }
+        if arg == "--no-oversized" {
+            args.no_oversized = true;
+            continue;
         }
         let (flag, inline) = match arg.split_once('=') {
             Some((flag, value)) if flag.starts_with("--") => {
@@ -770,6 +789,7 @@ fn parse_args() -> Result<Args, String> {
             "--count" => count = Some(number(&value)?),
             "--dir" => dir = Some(PathBuf::from(value)),
             "--seed" => args.seed = number(&value)?,
+            "--candidates" => args.candidates = Some(number(&value)?),
             "--now-ms" => args.now_ms = Some(number(&value)?),
             "--live-pid" => {
                 let pid = number(&value)?;
@@ -821,6 +841,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         live_identity: proc_identity(u64::from(live_pid)),
         boots: (0..3).map(|_| boot_rng.uuid()).collect(),
         oversized: String::new(),
+        no_oversized: args.no_oversized,
     };
     ctx.oversized = oversized_template(args.seed, &ctx);
     // Self-check: what the printer writes parses as JSON.
@@ -842,7 +863,16 @@ fn main() -> Result<(), Box<dyn Error>> {
     let mut bytes = 0u64;
     for index in 0..args.count {
         let mut rng = Rng::for_index(args.seed, index);
-        let kind = kind_of(index);
+        let kind = match kind_of(index) {
+            Kind::Candidate
+                if args
+                    .candidates
+                    .is_some_and(|most| counts[Kind::Candidate as usize] >= most) =>
+            {
+                Kind::NotOwning
+            }
+            kind => kind,
+        };
         let wrapper_id = format!("rchw-{}", rng.uuid());
         let data = file_bytes(&mut rng, &ctx, index, kind, &wrapper_id);
         write_file(&args.dir.join(format!("{wrapper_id}.json")), &data)?;

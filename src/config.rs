@@ -109,6 +109,27 @@ fn is_executable(path: &Path) -> bool {
         .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
 }
 
+/// Most scan threads started without `RCH_SWEEP_SCAN_THREADS`: a scan reads
+/// from one page cache or disk, and each thread holds a read buffer of up to
+/// 1 MiB, so cores past this many would add memory sooner than speed.
+pub const MAX_SCAN_THREADS: usize = 16;
+
+/// Threads for the scan: `RCH_SWEEP_SCAN_THREADS` when it is a whole number
+/// from 1 to 256 (a tuning and testing knob: 1 gives the serial scan), else
+/// one per core this process may use as `available_parallelism` counts them
+/// (CPU affinity and a cgroup CPU quota included), at most
+/// [`MAX_SCAN_THREADS`]. Other values of the variable are ignored.
+pub fn scan_threads(env: impl Fn(&str) -> Option<OsString>) -> usize {
+    let chosen = env("RCH_SWEEP_SCAN_THREADS")
+        .and_then(|value| value.to_str()?.trim().parse::<usize>().ok())
+        .filter(|threads| (1..=256).contains(threads));
+    chosen.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map_or(1, usize::from)
+            .min(MAX_SCAN_THREADS)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -227,5 +248,23 @@ mod tests {
             )
             .is_err()
         );
+    }
+
+    #[test]
+    fn scan_threads_take_the_knob_or_the_cores() {
+        let cores = std::thread::available_parallelism()
+            .map_or(1, usize::from)
+            .min(MAX_SCAN_THREADS);
+        assert_eq!(scan_threads(env(&[])), cores);
+        assert_eq!(scan_threads(env(&[("RCH_SWEEP_SCAN_THREADS", "1")])), 1);
+        assert_eq!(scan_threads(env(&[("RCH_SWEEP_SCAN_THREADS", " 7 ")])), 7);
+        assert_eq!(scan_threads(env(&[("RCH_SWEEP_SCAN_THREADS", "256")])), 256);
+        for ignored in ["0", "257", "-1", "two", ""] {
+            assert_eq!(
+                scan_threads(env(&[("RCH_SWEEP_SCAN_THREADS", ignored)])),
+                cores,
+                "{ignored:?}"
+            );
+        }
     }
 }

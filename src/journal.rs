@@ -299,6 +299,108 @@ impl LeaseDir {
     }
 }
 
+/// The type an entry's listing gave (`d_type`), before anything is opened.
+/// `DT_UNKNOWN` (some file systems never fill it in) is resolved by the scan
+/// with [`LeaseDir::kind`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ListedType(u8);
+
+impl ListedType {
+    /// What the listing says the entry is; `Unknown` when it cannot tell.
+    pub fn kind(self) -> FileKind {
+        match self.0 {
+            libc::DT_REG => FileKind::Regular,
+            libc::DT_LNK => FileKind::Symlink,
+            libc::DT_DIR => FileKind::Directory,
+            libc::DT_FIFO => FileKind::Fifo,
+            libc::DT_SOCK => FileKind::Socket,
+            libc::DT_CHR | libc::DT_BLK => FileKind::Device,
+            _ => FileKind::Unknown,
+        }
+    }
+}
+
+/// A stream over the entries of an open [`LeaseDir`], read by its descriptor
+/// (never by path again, so a directory renamed or replaced after opening
+/// cannot be listed in its place) and consumed as it is read: nothing is
+/// collected, so memory does not grow with the number of entries.
+pub struct Listing {
+    dir: std::ptr::NonNull<libc::DIR>,
+}
+
+impl Listing {
+    /// The next entry other than `.` and `..`, with its listed type; `None`
+    /// at the end. An error means the listing cannot go on (the caller must
+    /// not take what it saw for the whole directory).
+    pub fn next_entry(&mut self) -> Option<io::Result<(&[u8], ListedType)>> {
+        loop {
+            // readdir reports an error only through errno, so clear it first.
+            // SAFETY: __errno_location returns this thread's errno slot,
+            // valid for the thread's lifetime.
+            unsafe { *libc::__errno_location() = 0 };
+            // SAFETY: `self.dir` is an open DIR stream owned by this value and
+            // used by this thread only (`Listing` is neither Send nor Sync).
+            let entry = unsafe { libc::readdir(self.dir.as_ptr()) };
+            if entry.is_null() {
+                let error = io::Error::last_os_error();
+                return match error.raw_os_error() {
+                    Some(0) | None => None,
+                    Some(_) => Some(Err(error)),
+                };
+            }
+            // SAFETY: readdir returned a non-null pointer to an entry that
+            // stays valid until the next readdir or closedir on this stream,
+            // both of which need `&mut self`, which the returned borrow holds.
+            let (name, kind) = unsafe {
+                let entry = &*entry;
+                (
+                    std::ffi::CStr::from_ptr(entry.d_name.as_ptr()).to_bytes(),
+                    entry.d_type,
+                )
+            };
+            if name != b"." && name != b".." {
+                return Some(Ok((name, ListedType(kind))));
+            }
+        }
+    }
+}
+
+impl Drop for Listing {
+    fn drop(&mut self) {
+        // SAFETY: the stream is open and owned by this value; closedir also
+        // closes the duplicated descriptor it was made from.
+        unsafe { libc::closedir(self.dir.as_ptr()) };
+    }
+}
+
+impl LeaseDir {
+    /// Lists the directory by its open descriptor, from the start. The
+    /// listing owns a duplicate of the descriptor (close-on-exec, like every
+    /// descriptor this tool opens), so reading journals meanwhile is unaffected.
+    pub fn list(&self) -> io::Result<Listing> {
+        // SAFETY: the directory fd is open for the lifetime of `self`;
+        // F_DUPFD_CLOEXEC returns a new descriptor or -1.
+        let fd = unsafe { libc::fcntl(self.dir.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 0) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fd` is a fresh descriptor of a directory, owned by nobody
+        // else; on success the DIR stream takes it over.
+        let dir = unsafe { libc::fdopendir(fd) };
+        let Some(dir) = std::ptr::NonNull::new(dir) else {
+            let error = io::Error::last_os_error();
+            // SAFETY: fdopendir failed, so `fd` is still ours to close.
+            unsafe { libc::close(fd) };
+            return Err(error);
+        };
+        // A duplicate shares the file offset: start from the first entry
+        // whatever listed this descriptor before.
+        // SAFETY: `dir` is the open stream just made.
+        unsafe { libc::rewinddir(dir.as_ptr()) };
+        Ok(Listing { dir })
+    }
+}
+
 /// Parses journal bytes. serde_json's recursion limit keeps deeply nested
 /// input from exhausting the stack.
 pub fn parse(bytes: &[u8]) -> Result<DurableJobLease, serde_json::Error> {
@@ -327,6 +429,39 @@ mod tests {
         assert_eq!(wrapper_id_of(format!("{id}.json").as_bytes()), Some(id));
         assert_eq!(wrapper_id_of(id.as_bytes()), None);
         assert_eq!(wrapper_id_of(b"rchw-\xff.json"), None);
+    }
+
+    #[test]
+    fn the_listing_reads_every_entry_by_descriptor_with_its_type() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join("a.json"), "{}").expect("write");
+        std::fs::create_dir(dir.path().join("b.json")).expect("mkdir");
+        std::os::unix::fs::symlink("a.json", dir.path().join("c.json")).expect("symlink");
+        let lease_dir = LeaseDir::open(dir.path()).expect("open");
+        // Listed by the descriptor: renaming the path away changes nothing.
+        let moved = dir.path().with_extension("moved");
+        std::fs::rename(dir.path(), &moved).expect("rename");
+        let list = |lease_dir: &LeaseDir| {
+            let mut listing = lease_dir.list().expect("list");
+            let mut seen = Vec::new();
+            while let Some(entry) = listing.next_entry() {
+                let (name, listed) = entry.expect("entry");
+                seen.push((String::from_utf8_lossy(name).into_owned(), listed.kind()));
+            }
+            seen.sort_by(|a, b| a.0.cmp(&b.0));
+            seen
+        };
+        // tmpfs and ext4 fill in d_type; a file system that does not gives
+        // Unknown, which leaves the type to the reader's fstat.
+        let expected = [
+            ("a.json".to_owned(), FileKind::Regular),
+            ("b.json".to_owned(), FileKind::Directory),
+            ("c.json".to_owned(), FileKind::Symlink),
+        ];
+        assert_eq!(list(&lease_dir), expected);
+        // A second listing starts from the first entry again.
+        assert_eq!(list(&lease_dir), expected);
+        std::fs::rename(&moved, dir.path()).expect("rename back");
     }
 
     #[test]

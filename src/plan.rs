@@ -7,9 +7,11 @@ use crate::judge::Candidate;
 use std::collections::{HashSet, VecDeque};
 
 /// Orders candidates oldest heartbeat first, ties by wrapper id: the oldest
-/// abandoned ownership has fenced builds the longest.
+/// abandoned ownership has fenced builds the longest. Wrapper ids are unique
+/// (one journal file each), so the order is total and an unstable sort gives
+/// the same result without a scratch buffer as large as the candidates.
 pub fn order(candidates: &mut [Candidate]) {
-    candidates.sort_by(|a, b| {
+    candidates.sort_unstable_by(|a, b| {
         a.heartbeat_unix_ms
             .cmp(&b.heartbeat_unix_ms)
             .then_with(|| a.wrapper_id.cmp(&b.wrapper_id))

@@ -3,15 +3,16 @@
 //! counted as skipped. Other entries (`*.recovery.lock`, `*.recover`, rch's
 //! temporary files, folders) are not journals and are not counted.
 
+use crate::config;
 use crate::evidence::{Check, Evidence, FileKind, Judgement};
-use crate::journal::{self, LeaseDir, ReadFailure};
+use crate::journal::{self, LeaseDir, ListedType, Listing, ReadFailure};
 use crate::judge::{self, Candidate, SkipReason};
 use crate::owner::ProcFs;
 use crate::plan;
 use std::io;
-use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
+use std::sync::mpsc::{self, Receiver, TrySendError};
+use std::sync::{Mutex, PoisonError};
 
 pub struct ScanOptions {
     pub now_unix_ms: u64,
@@ -55,7 +56,49 @@ pub enum ScanError {
     Io(io::Error),
 }
 
+/// Journal names listed into one batch: the unit of work a scan thread takes.
+/// Small enough that the last batches spread evenly over the threads, large
+/// enough that handing them over costs nothing next to reading the journals.
+const BATCH: usize = 128;
+
+/// Scans with one thread a core this process may use ([`config::scan_threads`]).
 pub fn scan(dir: &Path, options: &ScanOptions, proc: &ProcFs) -> Result<Scan, ScanError> {
+    scan_with_threads(
+        dir,
+        options,
+        proc,
+        config::scan_threads(config::process_env),
+    )
+}
+
+/// Scans `dir` with at most `threads` threads (the calling one included).
+///
+/// The directory is listed once, by its open descriptor, and the listing is
+/// consumed as it is read: this thread fills batches of names and hands each
+/// to a worker through a short bounded queue, or judges it itself when the
+/// queue is full. Each thread reads with its own buffer and keeps only what
+/// the result needs (counts; candidates; skipped rows only for `--verbose`),
+/// so memory grows with the candidates, never with the skipped journals. The
+/// result is exactly the serial one: candidates in [`plan::order`], skipped
+/// rows in file-name order with ties in listing order, the same counts.
+pub fn scan_with_threads(
+    dir: &Path,
+    options: &ScanOptions,
+    proc: &ProcFs,
+    threads: usize,
+) -> Result<Scan, ScanError> {
+    scan_in_batches(dir, options, proc, threads, BATCH)
+}
+
+/// [`scan_with_threads`] with batches of `batch_len` names (tests use small
+/// ones to spread a small directory over several threads).
+fn scan_in_batches(
+    dir: &Path,
+    options: &ScanOptions,
+    proc: &ProcFs,
+    threads: usize,
+    batch_len: usize,
+) -> Result<Scan, ScanError> {
     let lease_dir = match LeaseDir::open(dir) {
         Ok(lease_dir) => lease_dir,
         Err(error) if error.kind() == io::ErrorKind::NotFound => {
@@ -69,58 +112,270 @@ pub fn scan(dir: &Path, options: &ScanOptions, proc: &ProcFs) -> Result<Scan, Sc
         }
         Err(error) => return Err(ScanError::Io(error)),
     };
-    let mut result = Scan::default();
-    let mut buffer = Vec::with_capacity(16 * 1024);
     // A listing error aborts the scan: a partial scan would drop the backoff
     // of the journals it did not see.
-    for entry in std::fs::read_dir(dir).map_err(ScanError::Io)? {
-        let entry = entry.map_err(ScanError::Io)?;
-        let name = entry.file_name();
-        let name = name.as_bytes();
-        if !name.ends_with(b".json") {
-            continue;
+    let mut listing = lease_dir.list().map_err(ScanError::Io)?;
+    let shared = Shared {
+        lease_dir: &lease_dir,
+        options,
+        proc,
+        found: Mutex::default(),
+    };
+    let mut scanned = 0;
+    let mut batch = Batch::default();
+    let mut ended = batch
+        .fill(&mut listing, scanned, batch_len)
+        .map_err(ScanError::Io)?;
+    scanned += batch.len();
+    let mut mine = Partial::default();
+    let mut buffer = Vec::with_capacity(16 * 1024);
+    if ended || threads <= 1 {
+        // One batch holds the whole directory (the common case, an empty
+        // one included): no thread is worth starting.
+        loop {
+            mine.judge_batch(&shared, &batch, &mut buffer);
+            if ended {
+                break;
+            }
+            batch = Batch::default();
+            ended = batch
+                .fill(&mut listing, scanned, batch_len)
+                .map_err(ScanError::Io)?;
+            scanned += batch.len();
         }
-        result.scanned += 1;
-        let verdict = judge_entry(&lease_dir, &entry, name, options, proc, &mut buffer);
-        match verdict {
-            Ok(candidate) => result.candidates.push(candidate),
-            Err((reason, detail)) => {
-                result.skipped[reason.index()] += 1;
-                if options.keep_skipped {
-                    result.skipped_list.push(Skipped {
-                        file: String::from_utf8_lossy(name).into_owned(),
-                        wrapper_id: journal::wrapper_id_of(name).map(str::to_owned),
-                        reason,
-                        detail,
-                    });
+    } else {
+        let (queue, receiver) = mpsc::sync_channel::<Batch>(2 * threads);
+        let receiver = Mutex::new(receiver);
+        let listed = std::thread::scope(|scope| {
+            let mut workers = Vec::new();
+            let mut may_spawn = true;
+            let listed = loop {
+                if may_spawn && workers.len() + 1 < threads {
+                    // A thread that cannot be started leaves its share to
+                    // the others (no more are tried): this thread judges
+                    // whatever the queue cannot take.
+                    match std::thread::Builder::new()
+                        .name("rch-sweep-scan".into())
+                        .spawn_scoped(scope, || work(&shared, &receiver))
+                    {
+                        Ok(worker) => workers.push(worker),
+                        Err(_) => may_spawn = false,
+                    }
+                }
+                // Never block on a full queue: judging the batch here keeps
+                // every thread busy, and the scan going should a worker die.
+                if let Err(TrySendError::Full(batch) | TrySendError::Disconnected(batch)) =
+                    queue.try_send(batch)
+                {
+                    mine.judge_batch(&shared, &batch, &mut buffer);
+                }
+                if ended {
+                    break Ok(());
+                }
+                batch = Batch::default();
+                match batch.fill(&mut listing, scanned, batch_len) {
+                    Ok(end) => ended = end,
+                    Err(error) => break Err(error),
+                }
+                scanned += batch.len();
+            };
+            drop(queue);
+            if listed.is_ok() {
+                // Help drain what is queued; the workers stop at its end.
+                mine.judge_queue(&shared, &receiver, &mut buffer);
+            }
+            for worker in workers {
+                match worker.join() {
+                    Ok(partial) => mine.merge(partial),
+                    Err(panic) => std::panic::resume_unwind(panic),
+                }
+            }
+            listed
+        });
+        listed.map_err(ScanError::Io)?;
+    }
+    let Found {
+        mut candidates,
+        mut skipped_list,
+    } = shared
+        .found
+        .into_inner()
+        .unwrap_or_else(PoisonError::into_inner);
+    plan::order(&mut candidates);
+    // Names are unique, but their lossy decodings need not be: ties keep the
+    // listing order, as the serial scan's stable sort did. Positions are
+    // unique, so an unstable sort gives that same order without a scratch
+    // buffer as large as the rows.
+    skipped_list
+        .sort_unstable_by(|(a_seq, a), (b_seq, b)| a.file.cmp(&b.file).then(a_seq.cmp(b_seq)));
+    Ok(Scan {
+        scanned,
+        skipped: mine.skipped,
+        candidates,
+        skipped_list: skipped_list.into_iter().map(|(_, row)| row).collect(),
+        dir_missing: false,
+    })
+}
+
+/// What every scan thread shares: the open directory, the judge's inputs and
+/// what was found.
+struct Shared<'a> {
+    lease_dir: &'a LeaseDir,
+    options: &'a ScanOptions,
+    proc: &'a ProcFs,
+    /// Every thread appends here once a batch. One vector that only grows is
+    /// never copied into another and freed, which would leave glibc's malloc
+    /// holding the memory of a vector that size until the run ends.
+    found: Mutex<Found>,
+}
+
+/// The records the result keeps, in no particular order until sorted.
+#[derive(Default)]
+struct Found {
+    candidates: Vec<Candidate>,
+    /// With `keep_skipped`: each skipped row with its listing position.
+    skipped_list: Vec<(usize, Skipped)>,
+}
+
+/// A few `*.json` names, in listing order, stored back to back.
+#[derive(Default)]
+struct Batch {
+    /// Position in the listing of the first name (among `*.json` entries).
+    first: usize,
+    names: Vec<u8>,
+    /// Where each name ends in `names`, and its listed type.
+    ends: Vec<(usize, ListedType)>,
+}
+
+impl Batch {
+    /// Lists up to `len` more journals; true when the listing ended.
+    fn fill(&mut self, listing: &mut Listing, first: usize, len: usize) -> io::Result<bool> {
+        self.first = first;
+        while self.ends.len() < len {
+            match listing.next_entry() {
+                None => return Ok(true),
+                Some(Err(error)) => return Err(error),
+                Some(Ok((name, listed))) => {
+                    if name.ends_with(b".json") {
+                        self.names.extend_from_slice(name);
+                        self.ends.push((self.names.len(), listed));
+                    }
                 }
             }
         }
+        Ok(false)
     }
-    plan::order(&mut result.candidates);
-    result.skipped_list.sort_by(|a, b| a.file.cmp(&b.file));
-    Ok(result)
+
+    fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (usize, &[u8], ListedType)> {
+        let starts = std::iter::once(0).chain(self.ends.iter().map(|(end, _)| *end));
+        self.ends
+            .iter()
+            .zip(starts)
+            .enumerate()
+            .map(|(index, ((end, listed), start))| {
+                (self.first + index, &self.names[start..*end], *listed)
+            })
+    }
+}
+
+/// One thread's counts, and what it found in the batch at hand.
+#[derive(Default)]
+struct Partial {
+    skipped: [usize; SkipReason::ALL.len()],
+    found: Found,
+}
+
+impl Partial {
+    fn judge_batch(&mut self, shared: &Shared, batch: &Batch, buffer: &mut Vec<u8>) {
+        for (position, name, listed) in batch.iter() {
+            let verdict = judge_entry(
+                shared.lease_dir,
+                listed,
+                name,
+                shared.options,
+                shared.proc,
+                buffer,
+            );
+            match verdict {
+                Ok(candidate) => self.found.candidates.push(candidate),
+                Err((reason, detail)) => {
+                    self.skipped[reason.index()] += 1;
+                    if shared.options.keep_skipped {
+                        self.found.skipped_list.push((
+                            position,
+                            Skipped {
+                                file: String::from_utf8_lossy(name).into_owned(),
+                                wrapper_id: journal::wrapper_id_of(name).map(str::to_owned),
+                                reason,
+                                detail,
+                            },
+                        ));
+                    }
+                }
+            }
+        }
+        if !self.found.candidates.is_empty() || !self.found.skipped_list.is_empty() {
+            let mut found = shared.found.lock().unwrap_or_else(PoisonError::into_inner);
+            found.candidates.append(&mut self.found.candidates);
+            found.skipped_list.append(&mut self.found.skipped_list);
+        }
+    }
+
+    /// Judges batches from the queue until it is closed and empty.
+    fn judge_queue(
+        &mut self,
+        shared: &Shared,
+        queue: &Mutex<Receiver<Batch>>,
+        buffer: &mut Vec<u8>,
+    ) {
+        loop {
+            // The lock is only held while waiting for the next batch; a
+            // poisoned one still guards a whole receiver.
+            let next = queue.lock().unwrap_or_else(PoisonError::into_inner).recv();
+            let Ok(batch) = next else { return };
+            self.judge_batch(shared, &batch, buffer);
+        }
+    }
+
+    /// Adds another thread's counts (what it found is in [`Shared::found`]).
+    fn merge(&mut self, other: Partial) {
+        for (total, count) in self.skipped.iter_mut().zip(other.skipped) {
+            *total += count;
+        }
+    }
+}
+
+/// A scan worker: judges queued batches with a read buffer of its own.
+fn work(shared: &Shared, queue: &Mutex<Receiver<Batch>>) -> Partial {
+    let mut partial = Partial::default();
+    let mut buffer = Vec::with_capacity(16 * 1024);
+    partial.judge_queue(shared, queue, &mut buffer);
+    partial
 }
 
 fn judge_entry(
     lease_dir: &LeaseDir,
-    entry: &std::fs::DirEntry,
+    listed: ListedType,
     name: &[u8],
     options: &ScanOptions,
     proc: &ProcFs,
     buffer: &mut Vec<u8>,
 ) -> Result<Candidate, (SkipReason, Option<String>)> {
     // The type from the listing costs no syscall; the reader checks the
-    // opened descriptor again, so a swap after listing is still caught (and
-    // a listing that cannot tell leaves the question to it).
-    let listed = match entry.file_type() {
-        Ok(kind) if kind.is_file() => FileKind::Regular,
-        Ok(kind) if kind.is_symlink() => FileKind::Symlink,
-        Ok(kind) if kind.is_dir() => FileKind::Directory,
-        Ok(kind) if kind.is_fifo() => FileKind::Fifo,
-        Ok(kind) if kind.is_socket() => FileKind::Socket,
-        Ok(_) => FileKind::Device,
-        Err(_) => FileKind::Unknown,
+    // opened descriptor again, so a swap after listing is still caught. A
+    // listing that cannot tell (DT_UNKNOWN) is asked of fstatat, so a device
+    // is never opened; should that fail too, the reader decides.
+    let listed = match listed.kind() {
+        FileKind::Unknown => lease_dir
+            .kind(name)
+            .ok()
+            .flatten()
+            .unwrap_or(FileKind::Unknown),
+        kind => kind,
     };
     let judgement = judge_file(lease_dir, listed, name, options, proc, buffer);
     // Text only for the rows that are printed: a plain scan formats
@@ -243,4 +498,200 @@ pub fn judge_file(
         |pid, recorded| proc.observe(pid, recorded),
         checks,
     )
+}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::ffi::OsStrExt;
+
+    const NOW: u64 = 1_800_000_000_000;
+    const HOUR: u64 = 3_600_000;
+
+    /// A minimal journal of rch's shape: a candidate with a dead owner (a PID
+    /// above Linux's limit) unless `tweak` changes it.
+    fn journal(id: &str, heartbeat: u64, tweak: &str) -> String {
+        let base = format!(
+            r#""schema_version": 1, "identity": {{"local_wrapper_id": "{id}", "remote_build_id": 7}},
+               "wrapper_pid": 4194400, "state": "running", "phase": "execute",
+               "worker_id": "w1", "heartbeat_unix_ms": {heartbeat}, "strict_remote": false,
+               "self_healing_enabled": true, "command_fingerprint": "blake3:x",
+               "terminal_acknowledged": false,
+               "recovery": {{"source_roots": ["/data/p"], "retired": false}}"#
+        );
+        // A duplicate key is an error to serde, so a tweak edits the text.
+        match tweak {
+            "" => format!("{{{base}}}"),
+            "terminal" => format!(
+                "{{{}}}",
+                base.replace(
+                    r#""terminal_acknowledged": false"#,
+                    r#""terminal_acknowledged": true"#
+                )
+            ),
+            "fresh" => format!(
+                "{{{}}}",
+                base.replace(&format!("{heartbeat}"), &format!("{}", NOW - 1000))
+            ),
+            "no_pid" => format!("{{{}}}", base.replace("4194400", "1")),
+            "unverified" => format!("{{{}}}", base.replace("4194400", "3000000000")),
+            _ => unreachable!("unknown tweak {tweak}"),
+        }
+    }
+
+    fn id(n: usize) -> String {
+        format!(
+            "rchw-{:08x}-2a4d-4c8e-9b1f-3e5a7d9c2b10",
+            n * 2_654_435_761 % (1 << 32)
+        )
+    }
+
+    /// A directory with every skip reason a test can make and candidates with
+    /// equal heartbeats, so order and ties are decided by the merge.
+    fn mixed_dir() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let put = |name: &[u8], text: &str| {
+            std::fs::write(dir.path().join(std::ffi::OsStr::from_bytes(name)), text).expect("write")
+        };
+        for n in 0..60 {
+            let id = id(n);
+            let heartbeat = NOW - HOUR * (1 + (n as u64 % 3));
+            let kind = ["", "terminal", "fresh", "no_pid", "unverified", ""][n % 6];
+            put(
+                format!("{id}.json").as_bytes(),
+                &journal(&id, heartbeat, kind),
+            );
+        }
+        put(
+            format!("{}.json", id(100)).as_bytes(),
+            &journal(&id(101), NOW - HOUR, ""),
+        );
+        put(b"not-a-wrapper.json", &journal(&id(102), NOW - HOUR, ""));
+        put(
+            format!("{}.json", id(103)).as_bytes(),
+            "{\"schema_version\": 1",
+        );
+        // Two names whose lossy decodings are equal, with different reasons:
+        // their rows keep the listing order, as the serial scan's stable
+        // sort kept it.
+        put(b"rchw-\xff.json", "{}");
+        std::fs::create_dir(
+            dir.path()
+                .join(std::ffi::OsStr::from_bytes(b"rchw-\xfe.json")),
+        )
+        .expect("mkdir");
+        std::fs::create_dir(dir.path().join("folder.json")).expect("mkdir");
+        std::os::unix::fs::symlink(
+            dir.path().join(format!("{}.json", id(0))),
+            dir.path().join(format!("{}.json", id(104))),
+        )
+        .expect("symlink");
+        put(format!("{}.recovery.lock", id(0)).as_bytes(), "");
+        put(b"notes.txt", "not a journal");
+        dir
+    }
+
+    fn options(keep_skipped: bool) -> ScanOptions {
+        ScanOptions {
+            now_unix_ms: NOW,
+            stale_after_ms: 900_000,
+            keep_skipped,
+        }
+    }
+
+    fn summary(scan: &Scan) -> String {
+        format!(
+            "{} {:?} {:?} {:?}",
+            scan.scanned, scan.skipped, scan.candidates, scan.skipped_list
+        )
+    }
+
+    #[test]
+    fn threads_and_batches_give_the_serial_result() {
+        let dir = mixed_dir();
+        let proc = ProcFs::system();
+        for keep_skipped in [true, false] {
+            let options = options(keep_skipped);
+            let serial = scan_in_batches(dir.path(), &options, &proc, 1, BATCH).expect("serial");
+            assert_eq!(serial.scanned, 67);
+            assert_eq!(serial.candidates.len(), 20);
+            assert_eq!(serial.skipped_list.len(), if keep_skipped { 47 } else { 0 });
+            for (threads, batch_len) in [(1, 1), (2, 1), (4, 3), (3, 64)] {
+                let parallel = scan_in_batches(dir.path(), &options, &proc, threads, batch_len)
+                    .expect("parallel");
+                assert_eq!(
+                    summary(&parallel),
+                    summary(&serial),
+                    "{threads} threads, batches of {batch_len}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn every_reason_is_counted_and_ties_go_by_wrapper_id() {
+        let dir = mixed_dir();
+        let scan =
+            scan_in_batches(dir.path(), &options(true), &ProcFs::system(), 4, 2).expect("scan");
+        let count = |reason: SkipReason| scan.skipped[reason.index()];
+        assert_eq!(count(SkipReason::Terminal), 10);
+        assert_eq!(count(SkipReason::HeartbeatFresh), 10);
+        assert_eq!(count(SkipReason::NoPid), 10);
+        assert_eq!(count(SkipReason::OwnerUnverified), 10);
+        assert_eq!(count(SkipReason::Malformed), 2);
+        assert_eq!(count(SkipReason::BadName), 2);
+        assert_eq!(count(SkipReason::NotRegular), 3);
+        let mut expected = scan.candidates.clone();
+        expected.sort_by_key(|c| (c.heartbeat_unix_ms, c.wrapper_id.clone()));
+        assert_eq!(scan.candidates, expected);
+        assert!(
+            scan.candidates
+                .windows(2)
+                .any(|pair| pair[0].heartbeat_unix_ms == pair[1].heartbeat_unix_ms),
+            "the fixture must hold ties"
+        );
+        let files: Vec<&str> = scan
+            .skipped_list
+            .iter()
+            .map(|row| row.file.as_str())
+            .collect();
+        let mut sorted = files.clone();
+        sorted.sort();
+        assert_eq!(files, sorted);
+        // The two names that decode alike appear in listing order.
+        let listed: Vec<SkipReason> = std::fs::read_dir(dir.path())
+            .expect("list")
+            .map(|entry| entry.expect("entry").file_name())
+            .filter(|name| matches!(name.as_bytes(), b"rchw-\xff.json" | b"rchw-\xfe.json"))
+            .map(|name| match name.as_bytes() {
+                b"rchw-\xff.json" => SkipReason::BadName,
+                _ => SkipReason::NotRegular,
+            })
+            .collect();
+        let rows: Vec<SkipReason> = scan
+            .skipped_list
+            .iter()
+            .filter(|row| row.file == "rchw-\u{fffd}.json")
+            .map(|row| row.reason)
+            .collect();
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows, listed);
+    }
+
+    #[test]
+    fn a_missing_directory_is_nothing_to_do_and_a_file_is_no_directory() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let proc = ProcFs::system();
+        let missing = scan_with_threads(&dir.path().join("absent"), &options(false), &proc, 2)
+            .expect("missing is fine");
+        assert!(missing.dir_missing);
+        let file = dir.path().join("file");
+        std::fs::write(&file, "").expect("write");
+        assert!(matches!(
+            scan_with_threads(&file, &options(false), &proc, 2),
+            Err(ScanError::NotADirectory)
+        ));
+        // Only the file, which is no journal.
+        let empty = scan_with_threads(dir.path(), &options(true), &proc, 2).expect("empty");
+        assert_eq!((empty.scanned, empty.dir_missing), (0, false));
+    }
 }

@@ -190,7 +190,7 @@ fn dry_run(run: &Run) -> Result<ExitCode> {
             Backoff::empty()
         }
     };
-    let scan = scan_leases(run)?;
+    let mut scan = scan_leases(run)?;
     // The same clamping a real run saves, applied to a copy.
     backoff.prune(&scan.candidates, run.now_unix_ms, backoff_max_ms(run));
     let slots = plan::dry_run(
@@ -200,9 +200,10 @@ fn dry_run(run: &Run) -> Result<ExitCode> {
         usize::from(run.args.max_recoveries),
     );
     let due_now = slots.iter().any(|slot| *slot != Slot::BackingOff);
-    let leases = scan
-        .candidates
-        .iter()
+    // Each candidate moves into its line rather than being copied: memory
+    // grows with the candidates, so they are held once.
+    let leases = std::mem::take(&mut scan.candidates)
+        .into_iter()
         .zip(slots)
         .map(|(candidate, slot)| {
             let outcome = match slot {
@@ -210,7 +211,7 @@ fn dry_run(run: &Run) -> Result<ExitCode> {
                 Slot::WouldRecover => Outcome::WouldRecover,
                 Slot::Deferred => Outcome::Deferred,
             };
-            line(candidate, outcome, None, None, &backoff)
+            owned_line(candidate, outcome, None, None, &backoff)
         })
         .collect();
     let exit_code = if run.args.check && due_now {
@@ -483,9 +484,20 @@ fn line(
     error: Option<String>,
     backoff: &Backoff,
 ) -> LeaseLine {
+    owned_line(candidate.clone(), outcome, duration, error, backoff)
+}
+
+/// [`line`] for a candidate that is no longer needed elsewhere.
+fn owned_line(
+    candidate: Candidate,
+    outcome: Outcome,
+    duration: Option<Duration>,
+    error: Option<String>,
+    backoff: &Backoff,
+) -> LeaseLine {
     let entry = backoff.leases.get(&candidate.wrapper_id);
     LeaseLine {
-        candidate: candidate.clone(),
+        candidate,
         outcome,
         duration,
         error,

@@ -328,6 +328,7 @@ impl World {
             "RCH_SWEEP_RCH",
             "RCH_SOCKET_PATH",
             "RCH_SWEEP_METRICS_FILE",
+            "RCH_SWEEP_SCAN_THREADS",
             "RCH_STATE_HOME",
             "XDG_STATE_HOME",
             "JOURNAL_STREAM",
