@@ -296,7 +296,7 @@ fi
 # ---------------------------------------------------------------- empty dir
 say ""
 say "== empty lease directory"
-mkdir -p "$root/empty" "$root/empty-state"
+mkdir -p "$root/empty/job-leases" "$root/empty-state"
 # tmpfs makes fsync free; a timer's state lives on a disk, so the real run is
 # also timed with its state file in /var/tmp when that is not a tmpfs.
 disk_state=
@@ -305,11 +305,11 @@ if [ -d /var/tmp ] && [ -w /var/tmp ] && [ "$(stat -f -c %T /var/tmp)" != tmpfs 
   cleanup() { rm -rf "$root" "$disk_state"; }
 fi
 commands=(
-  -n "dry run" "$bin --dry-run --quiet --lease-dir $root/empty"
-  -n "run" "$bin --quiet --lease-dir $root/empty --state-file $root/empty-state/backoff.json --rch /bin/true"
+  -n "dry run" "$bin --dry-run --quiet --lease-dir $root/empty/job-leases"
+  -n "run" "$bin --quiet --lease-dir $root/empty/job-leases --state-file $root/empty-state/backoff.json --rch /bin/true"
 )
 if [ -n "$disk_state" ]; then
-  commands+=(-n "run, state on disk" "$bin --quiet --lease-dir $root/empty --state-file $disk_state/backoff.json --rch /bin/true")
+  commands+=(-n "run, state on disk" "$bin --quiet --lease-dir $root/empty/job-leases --state-file $disk_state/backoff.json --rch /bin/true")
 fi
 json=$root/empty.json
 hf "$root/hyperfine-empty.txt" -N --warmup 20 --runs 200 --export-json "$json" "${commands[@]}"
@@ -330,7 +330,7 @@ say ""
 say "== concurrency: 4 candidates, fake rch 'sleep $T; exit 1'"
 fake "$root/rch-sleep" "sleep $T; exit 1"
 for layout in four one; do
-  dir=$root/conc-$layout
+  dir=$root/conc-$layout/job-leases
   mkdir -p "$dir"
   for worker in w1 w2 w3 w4; do
     [ "$layout" = one ] && worker=w1
@@ -355,7 +355,7 @@ record "target 4 workers <= 1.2 T: $(verdict "$conc_four <= 1.2 * $T"); 1 worker
 # ---------------------------------------------------------------- 3. drain
 say ""
 say "== drain: one candidate, fake rch writes 1 GiB to stderr"
-dir=$root/drain
+dir=$root/drain/job-leases
 mkdir -p "$dir"
 candidate "$dir" w1
 fake "$root/rch-flood" "head -c 1073741824 /dev/zero >&2; exit 1"

@@ -82,7 +82,13 @@ impl Backoff {
     /// attempts beyond `now + max` (a clock that jumped back) to `now + max`.
     /// Returns whether anything changed.
     pub fn prune(&mut self, candidates: &[Candidate], now_ms: u64, max_ms: u64) -> bool {
-        let live: HashSet<&str> = candidates.iter().map(|c| c.wrapper_id.as_str()).collect();
+        // Only the candidates that have an entry: the set stays as small as
+        // the state, however many candidates a large scan found.
+        let live: HashSet<&str> = candidates
+            .iter()
+            .map(|c| c.wrapper_id.as_str())
+            .filter(|id| self.leases.contains_key(*id))
+            .collect();
         let before = self.leases.len();
         self.leases.retain(|id, _| live.contains(id.as_str()));
         let mut changed = before != self.leases.len();

@@ -38,17 +38,56 @@ impl Outcome {
     }
 }
 
-/// One candidate's line in the report.
+/// One candidate's line in the report. Memory grows with the candidates, so
+/// a line holds the candidate and the outcome inline and the rest behind a
+/// box that most lines of a large dry run (nothing attempted, no backoff
+/// entry) never allocate.
 #[derive(Clone, Debug)]
 pub struct LeaseLine {
     pub candidate: Candidate,
     pub outcome: Outcome,
+    pub detail: Option<Box<LineDetail>>,
+}
+
+/// What an attempt and the backoff state add to a line.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LineDetail {
     /// How long its recovery took, when one was attempted.
     pub duration: Option<Duration>,
     pub error: Option<String>,
     /// Its backoff entry after this run, when it has one.
     pub failures: Option<u32>,
     pub next_attempt_unix_ms: Option<u64>,
+}
+
+impl LeaseLine {
+    pub fn new(candidate: Candidate, outcome: Outcome, detail: LineDetail) -> LeaseLine {
+        LeaseLine {
+            candidate,
+            outcome,
+            detail: (detail != LineDetail::default()).then(|| Box::new(detail)),
+        }
+    }
+
+    pub fn duration(&self) -> Option<Duration> {
+        self.detail.as_ref().and_then(|detail| detail.duration)
+    }
+
+    pub fn error(&self) -> Option<&str> {
+        self.detail
+            .as_ref()
+            .and_then(|detail| detail.error.as_deref())
+    }
+
+    pub fn failures(&self) -> Option<u32> {
+        self.detail.as_ref().and_then(|detail| detail.failures)
+    }
+
+    pub fn next_attempt_unix_ms(&self) -> Option<u64> {
+        self.detail
+            .as_ref()
+            .and_then(|detail| detail.next_attempt_unix_ms)
+    }
 }
 
 pub struct Summary {
@@ -229,21 +268,21 @@ impl Summary {
         match line.outcome {
             Outcome::Recovered => format!(
                 "recovered in {}",
-                seconds(line.duration.unwrap_or_default())
+                seconds(line.duration().unwrap_or_default())
             ),
             Outcome::Failed => format!(
                 "failed after {} ({})",
-                seconds(line.duration.unwrap_or_default()),
-                retry(line.failures, line.next_attempt_unix_ms)
+                seconds(line.duration().unwrap_or_default()),
+                retry(line.failures(), line.next_attempt_unix_ms())
             ),
             Outcome::BackingOff => format!(
                 "backing off ({})",
-                retry(line.failures, line.next_attempt_unix_ms)
+                retry(line.failures(), line.next_attempt_unix_ms())
             ),
             Outcome::Interrupted => format!(
                 "interrupted by {} after {} (not counted as a failure)",
                 self.stop_signal(),
-                seconds(line.duration.unwrap_or_default())
+                seconds(line.duration().unwrap_or_default())
             ),
             Outcome::Vanished => "vanished (finished elsewhere)".into(),
             Outcome::Deferred => "deferred to the next run".into(),
@@ -411,10 +450,10 @@ impl<'a> From<&'a LeaseLine> for JsonLease<'a> {
             build_id: line.candidate.build_id,
             heartbeat_unix_ms: line.candidate.heartbeat_unix_ms,
             outcome: line.outcome.as_str(),
-            duration_ms: line.duration.map(millis),
-            error: line.error.as_deref(),
-            failures: line.failures,
-            next_attempt_unix_ms: line.next_attempt_unix_ms,
+            duration_ms: line.duration().map(millis),
+            error: line.error(),
+            failures: line.failures(),
+            next_attempt_unix_ms: line.next_attempt_unix_ms(),
         }
     }
 }
@@ -424,19 +463,21 @@ mod tests {
     use super::*;
 
     fn line(id: &str, outcome: Outcome) -> LeaseLine {
-        LeaseLine {
-            candidate: Candidate {
+        LeaseLine::new(
+            Candidate {
                 wrapper_id: id.into(),
                 worker_id: "hz4".into(),
                 build_id: 7,
                 heartbeat_unix_ms: 1_000,
             },
             outcome,
-            duration: Some(Duration::from_millis(8123)),
-            error: (outcome == Outcome::Failed).then(|| "exit status: 1: boom".to_owned()),
-            failures: (outcome == Outcome::Failed).then_some(2),
-            next_attempt_unix_ms: (outcome == Outcome::Failed).then_some(4_800_000),
-        }
+            LineDetail {
+                duration: Some(Duration::from_millis(8123)),
+                error: (outcome == Outcome::Failed).then(|| "exit status: 1: boom".to_owned()),
+                failures: (outcome == Outcome::Failed).then_some(2),
+                next_attempt_unix_ms: (outcome == Outcome::Failed).then_some(4_800_000),
+            },
+        )
     }
 
     fn summary(dry_run: bool, leases: Vec<LeaseLine>) -> Summary {

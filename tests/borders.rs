@@ -272,6 +272,21 @@ fn journals_rewritten_while_an_earlier_recovery_runs_are_refused_without_a_child
     }
 }
 
+/// An I/O refusal (74) whose message says `why`.
+fn assert_refused(output: &std::process::Output, why: &str, context: &str) {
+    assert_eq!(
+        output.status.code(),
+        Some(74),
+        "{context}: {}",
+        stderr(output)
+    );
+    assert!(
+        stderr(output).contains(why),
+        "{context}: {}",
+        stderr(output)
+    );
+}
+
 /// The state path holds something rch-sweep did not create: every command
 /// answers 74 and leaves the whole folder exactly as it was.
 fn assert_state_path_refused(world: &World, what: &str) {
@@ -287,17 +302,7 @@ fn assert_state_path_refused(world: &World, what: &str) {
         &["forget", "--all"],
     ] {
         let output = world_command(world, args).output().expect("run");
-        assert_eq!(
-            output.status.code(),
-            Some(74),
-            "{what}, {args:?}: {}",
-            stderr(&output)
-        );
-        assert!(
-            stderr(&output).contains("left it as it is"),
-            "{what}, {args:?}: {}",
-            stderr(&output)
-        );
+        assert_refused(&output, "left it as it is", &format!("{what}, {args:?}"));
         assert_eq!(tree(world.dir.path()), before, "{what}, {args:?}");
     }
 }
@@ -351,17 +356,7 @@ fn another_users_state_file_or_lock_is_74_for_run_and_forget() {
     let before = tree(world.dir.path());
     for args in [&["--rch", rch][..], &["forget", "--all"]] {
         let output = world_command(&world, args).output().expect("run");
-        assert_eq!(
-            output.status.code(),
-            Some(74),
-            "{args:?}: {}",
-            stderr(&output)
-        );
-        assert!(
-            stderr(&output).contains("another user"),
-            "{}",
-            stderr(&output)
-        );
+        assert_refused(&output, "another user", &format!("{args:?}"));
         assert_eq!(tree(world.dir.path()), before, "{args:?}");
     }
     // Reading it changes nothing and is allowed.

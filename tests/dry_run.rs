@@ -31,23 +31,6 @@ fn json_within(world: &World, args: &[&str], limit: Duration) -> (i32, serde_jso
     (status.code().unwrap_or(-1), document)
 }
 
-fn own_start_ticks() -> u64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").expect("own stat");
-    let after = &stat[stat.rfind(") ").expect("comm") + 2..];
-    after
-        .split_whitespace()
-        .nth(19)
-        .and_then(|ticks| ticks.parse().ok())
-        .expect("start ticks")
-}
-
-fn boot_id() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
-        .expect("boot id")
-        .trim()
-        .to_owned()
-}
-
 #[test]
 fn mixed_journals_get_exactly_the_spec_verdicts_in_plan_order() {
     let world = World::new();

@@ -28,23 +28,6 @@ const CHECKS: [&str; 12] = [
     "owner_unverified",
 ];
 
-fn own_start_ticks() -> u64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").expect("own stat");
-    let after = &stat[stat.rfind(") ").expect("comm") + 2..];
-    after
-        .split_whitespace()
-        .nth(19)
-        .and_then(|ticks| ticks.parse().ok())
-        .expect("start ticks")
-}
-
-fn boot_id() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
-        .expect("boot id")
-        .trim()
-        .to_owned()
-}
-
 /// A lease directory with one journal per verdict; `expected` maps each
 /// entry name to the verdict it must get (`candidate` or a skip reason).
 struct Mixed {

@@ -13,7 +13,7 @@ use crate::lock;
 use crate::owner::ProcFs;
 use crate::plan::{self, Queue, Slot};
 use crate::recover::{self, Attempt};
-use crate::report::{LeaseLine, Outcome, Summary};
+use crate::report::{LeaseLine, LineDetail, Outcome, Summary};
 use crate::scan::{self, Scan, ScanError, ScanOptions};
 use crate::state::{Access, Loaded};
 use crate::{config, fsio, log, metrics, signals, state};
@@ -496,14 +496,13 @@ fn owned_line(
     backoff: &Backoff,
 ) -> LeaseLine {
     let entry = backoff.leases.get(&candidate.wrapper_id);
-    LeaseLine {
-        candidate,
-        outcome,
+    let detail = LineDetail {
         duration,
         error,
         failures: entry.map(|entry| entry.failures),
         next_attempt_unix_ms: entry.map(|entry| entry.next_attempt_unix_ms),
-    }
+    };
+    LeaseLine::new(candidate, outcome, detail)
 }
 
 fn summary(run: &Run, scan: Scan, leases: Vec<LeaseLine>, exit_code: ExitCode) -> Summary {

@@ -460,3 +460,23 @@ pub fn files_in(dir: &Path) -> Vec<String> {
     names.sort();
     names
 }
+
+/// This process's start time in clock ticks (field 22 of `/proc/self/stat`):
+/// what rch records for a live owner.
+pub fn own_start_ticks() -> u64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").expect("own stat");
+    let after = &stat[stat.rfind(") ").expect("comm") + 2..];
+    after
+        .split_whitespace()
+        .nth(19)
+        .and_then(|ticks| ticks.parse().ok())
+        .expect("start ticks")
+}
+
+/// This machine's boot id, as rch records it.
+pub fn boot_id() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .expect("boot id")
+        .trim()
+        .to_owned()
+}
