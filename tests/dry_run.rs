@@ -60,14 +60,7 @@ fn mixed_journals_get_exactly_the_spec_verdicts_in_plan_order() {
         .set("wrapper_pid", json!(me))
         .remove("boot_id")
         .remove("process_start_ticks");
-    let alive_matching = Journal::stale("hz4", HOUR_MS)
-        .set("wrapper_pid", json!(me))
-        .remove("boot_id")
-        .remove("process_start_ticks")
-        .set(
-            "process_birth",
-            json!({"boot_id": boot_id(), "start": {"platform": "linux", "ticks": own_start_ticks()}}),
-        );
+    let alive_matching = Journal::stale("hz4", HOUR_MS).owned_by_this_process();
     let half_identity = Journal::stale("hz4", HOUR_MS)
         .set("wrapper_pid", json!(me))
         .remove("process_start_ticks");

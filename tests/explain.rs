@@ -13,20 +13,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::symlink;
 
 /// The order of SPEC's table.
-const CHECKS: [&str; 12] = [
-    "not_regular",
-    "bad_name",
-    "foreign_owner",
-    "unreadable",
-    "malformed",
-    "terminal",
-    "not_owning",
-    "not_admitted",
-    "heartbeat_fresh",
-    "no_pid",
-    "owner_alive",
-    "owner_unverified",
-];
+const CHECKS: [&str; 12] = REASONS;
 
 /// A lease directory with one journal per verdict; `expected` maps each
 /// entry name to the verdict it must get (`candidate` or a skip reason).
@@ -41,7 +28,6 @@ struct Mixed {
 impl Mixed {
     fn new() -> Mixed {
         let world = World::new();
-        let me = std::process::id();
         let mut expected = BTreeMap::new();
         let mut add = |journal: &Journal, verdict: &'static str| {
             world.add(journal);
@@ -68,14 +54,7 @@ impl Mixed {
             "no_pid",
         );
         // The test process itself, with its real identity: a live owner.
-        let live = Journal::stale("hz4", HOUR_MS)
-            .set("wrapper_pid", json!(me))
-            .remove("boot_id")
-            .remove("process_start_ticks")
-            .set(
-                "process_birth",
-                json!({"boot_id": boot_id(), "start": {"platform": "linux", "ticks": own_start_ticks()}}),
-            );
+        let live = Journal::stale("hz4", HOUR_MS).owned_by_this_process();
         add(&live, "owner_alive");
         add(
             &Journal::stale("hz4", HOUR_MS).set("wrapper_pid", json!(3_000_000_000u32)),

@@ -214,6 +214,18 @@ impl Journal {
         Journal::dead_owner(worker, 30052631078502447, now_ms() - age_ms)
     }
 
+    /// Owned by this very process, recorded as rch records a live owner
+    /// (`process_birth` with this boot and our start ticks): `owner_alive`.
+    pub fn owned_by_this_process(self) -> Journal {
+        self.set("wrapper_pid", json!(std::process::id()))
+            .remove("boot_id")
+            .remove("process_start_ticks")
+            .set(
+                "process_birth",
+                json!({"boot_id": boot_id(), "start": {"platform": "linux", "ticks": own_start_ticks()}}),
+            )
+    }
+
     pub fn set(mut self, key: &str, value: Value) -> Journal {
         self.root.set(key, Some(J::V(value)));
         self
@@ -480,3 +492,20 @@ pub fn boot_id() -> String {
         .trim()
         .to_owned()
 }
+
+/// The skip reasons, in the order of SPEC's table (which is also the order
+/// `explain` runs its checks in).
+pub const REASONS: [&str; 12] = [
+    "not_regular",
+    "bad_name",
+    "foreign_owner",
+    "unreadable",
+    "malformed",
+    "terminal",
+    "not_owning",
+    "not_admitted",
+    "heartbeat_fresh",
+    "no_pid",
+    "owner_alive",
+    "owner_unverified",
+];
