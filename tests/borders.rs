@@ -322,9 +322,7 @@ fn a_directory_fifo_or_symlink_at_the_state_path_is_74_and_left_alone() {
     assert_state_path_refused(&world, "a directory");
 
     let world = world_with_a_candidate();
-    let c_path = std::ffi::CString::new(world.state_file().to_str().expect("utf8")).expect("c");
-    // SAFETY: a valid NUL-terminated path.
-    assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+    common::mkfifo(&world.state_file());
     assert_state_path_refused(&world, "a FIFO");
 
     for target_text in [

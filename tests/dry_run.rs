@@ -154,16 +154,7 @@ fn links_fifos_sockets_and_folders_are_not_regular_and_never_block() {
         world.leases().join(format!("{}.json", new_id())),
     )
     .expect("symlink");
-    let fifo = std::ffi::CString::new(
-        world
-            .leases()
-            .join(format!("{}.json", new_id()))
-            .to_str()
-            .expect("utf8"),
-    )
-    .expect("cstring");
-    // SAFETY: a valid path string.
-    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0, "mkfifo");
+    mkfifo(&world.leases().join(format!("{}.json", new_id())));
     let _socket =
         std::os::unix::net::UnixListener::bind(world.leases().join(format!("{}.json", new_id())))
             .expect("socket");

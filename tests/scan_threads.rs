@@ -94,16 +94,7 @@ fn a_parallel_scan_reports_exactly_what_the_serial_scan_reports() {
         world.leases().join(format!("{}.json", new_id())),
     )
     .expect("symlink");
-    let fifo = std::ffi::CString::new(
-        world
-            .leases()
-            .join(format!("{}.json", new_id()))
-            .into_os_string()
-            .into_encoded_bytes(),
-    )
-    .expect("path");
-    // SAFETY: `fifo` is a valid NUL-terminated path.
-    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0, "mkfifo");
+    mkfifo(&world.leases().join(format!("{}.json", new_id())));
     world.write("notes.txt", "not a journal");
     world.write(&format!("{}.recovery.lock", new_id()), "");
     // Another user's journal, where this test may make one.

@@ -11,7 +11,7 @@
 use crate::backoff::{Backoff, Entry, now_unix_ms};
 use crate::cli::ExplainArgs;
 use crate::evidence::Judgement;
-use crate::exit::{ExitCode, Fatal};
+use crate::exit::ExitCode;
 use crate::journal::{self, LeaseDir};
 use crate::log;
 use crate::owner::ProcFs;
@@ -135,20 +135,10 @@ fn open_lease_dir(lease_dir: &Path) -> Result<Option<LeaseDir>> {
     match LeaseDir::open(lease_dir) {
         Ok(dir) => Ok(Some(dir)),
         Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(error) if error.raw_os_error() == Some(libc::ENOTDIR) => Err(Fatal::error(
-            ExitCode::Config,
-            format!(
-                "lease directory {} is not a directory; point --lease-dir / RCH_SWEEP_LEASE_DIR at rch's job-leases folder",
-                lease_dir.display()
-            ),
-        )),
-        Err(error) => Err(Fatal::error(
-            ExitCode::Io,
-            format!(
-                "cannot read lease directory {}: {error}; check its permissions and the disk",
-                lease_dir.display()
-            ),
-        )),
+        Err(error) if error.raw_os_error() == Some(libc::ENOTDIR) => {
+            Err(super::not_a_directory(lease_dir))
+        }
+        Err(error) => Err(super::unreadable_lease_dir(lease_dir, &error)),
     }
 }
 

@@ -49,3 +49,26 @@ pub fn check_state_outside_leases(lease_dir: &Path, state_file: &Path) -> anyhow
     }
     Ok(())
 }
+
+/// A lease directory path that is not a directory: one wording for every
+/// command that meets it.
+pub fn not_a_directory(lease_dir: &Path) -> anyhow::Error {
+    Fatal::error(
+        ExitCode::Config,
+        format!(
+            "lease directory {} is not a directory; point --lease-dir / RCH_SWEEP_LEASE_DIR at rch's job-leases folder",
+            lease_dir.display()
+        ),
+    )
+}
+
+/// A lease directory that cannot be opened or listed.
+pub fn unreadable_lease_dir(lease_dir: &Path, error: &std::io::Error) -> anyhow::Error {
+    Fatal::error(
+        ExitCode::Io,
+        format!(
+            "cannot read lease directory {}: {error}; check its permissions and the disk",
+            lease_dir.display()
+        ),
+    )
+}

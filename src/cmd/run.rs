@@ -80,12 +80,12 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
 /// configuration error.
 fn check_lease_dir(lease_dir: &Path) -> Result<Option<PathBuf>> {
     match std::fs::metadata(lease_dir) {
-        Ok(meta) if !meta.is_dir() => Err(not_a_directory(lease_dir)),
+        Ok(meta) if !meta.is_dir() => Err(super::not_a_directory(lease_dir)),
         Ok(_) => std::fs::canonicalize(lease_dir)
             .map(Some)
-            .map_err(|error| unreadable_lease_dir(lease_dir, &error)),
+            .map_err(|error| super::unreadable_lease_dir(lease_dir, &error)),
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(error) => Err(unreadable_lease_dir(lease_dir, &error)),
+        Err(error) => Err(super::unreadable_lease_dir(lease_dir, &error)),
     }
 }
 
@@ -123,38 +123,11 @@ fn missing_lease_dir(run: &Run) -> Result<ExitCode> {
         log::info(message);
     }
     let mut summary = summary(run, Scan::default(), Vec::new(), ExitCode::Success);
-    if !run.dry_run
-        && let Some(path) = &run.args.metrics_file
-        && let Err(error) = metrics::write(path, &summary, Some(now_unix_ms()))
-    {
-        log::error(format!(
-            "cannot write metrics file {}: {error}",
-            path.display()
-        ));
-        summary.exit_code = ExitCode::Io;
+    if !run.dry_run {
+        write_metrics(run, &mut summary, Some(now_unix_ms()));
     }
     print(run, &summary);
     Ok(summary.exit_code)
-}
-
-fn not_a_directory(lease_dir: &Path) -> anyhow::Error {
-    Fatal::error(
-        ExitCode::Config,
-        format!(
-            "lease directory {} is not a directory; point --lease-dir / RCH_SWEEP_LEASE_DIR at rch's job-leases folder",
-            lease_dir.display()
-        ),
-    )
-}
-
-fn unreadable_lease_dir(lease_dir: &Path, error: &std::io::Error) -> anyhow::Error {
-    Fatal::error(
-        ExitCode::Io,
-        format!(
-            "cannot read lease directory {}: {error}; check its permissions and the disk",
-            lease_dir.display()
-        ),
-    )
 }
 
 fn scan_leases(run: &Run) -> Result<Scan> {
@@ -166,8 +139,8 @@ fn scan_leases(run: &Run) -> Result<Scan> {
     // The path was checked up front; these cover it changing since.
     let scan =
         scan::scan(&run.lease_dir, &options, &ProcFs::system()).map_err(|error| match error {
-            ScanError::NotADirectory => not_a_directory(&run.lease_dir),
-            ScanError::Io(error) => unreadable_lease_dir(&run.lease_dir, &error),
+            ScanError::NotADirectory => super::not_a_directory(&run.lease_dir),
+            ScanError::Io(error) => super::unreadable_lease_dir(&run.lease_dir, &error),
         })?;
     if scan.dir_missing {
         log::info(format!(
@@ -280,15 +253,7 @@ fn sweep(run: &Run, lease_dir: PathBuf) -> Result<ExitCode> {
         exit_code = exit_code.merge(ExitCode::Io);
     }
     let mut summary = summary(run, scan, leases, exit_code);
-    if let Some(path) = &run.args.metrics_file
-        && let Err(error) = metrics::write(path, &summary, backoff.last_success_unix_ms)
-    {
-        log::error(format!(
-            "cannot write metrics file {}: {error}",
-            path.display()
-        ));
-        summary.exit_code = summary.exit_code.merge(ExitCode::Io);
-    }
+    write_metrics(run, &mut summary, backoff.last_success_unix_ms);
     print(run, &summary);
     Ok(summary.exit_code)
 }
@@ -535,6 +500,20 @@ fn print(run: &Run, summary: &Summary) {
     };
     // A closed stdout (`| head`) is not worth failing the run over.
     let _ = std::io::stdout().lock().write_all(text.as_bytes());
+}
+
+/// Writes the metrics file when one was asked for; failing to is an I/O
+/// error of the run (74), reported but not fatal to what was recorded.
+fn write_metrics(run: &Run, summary: &mut Summary, last_success_unix_ms: Option<u64>) {
+    if let Some(path) = &run.args.metrics_file
+        && let Err(error) = metrics::write(path, summary, last_success_unix_ms)
+    {
+        log::error(format!(
+            "cannot write metrics file {}: {error}",
+            path.display()
+        ));
+        summary.exit_code = summary.exit_code.merge(ExitCode::Io);
+    }
 }
 
 /// With `--json`, a run that found the lock held still prints one document

@@ -509,3 +509,10 @@ pub const REASONS: [&str; 12] = [
     "owner_alive",
     "owner_unverified",
 ];
+
+/// Makes a FIFO at `path`: an entry that would hang a careless reader.
+pub fn mkfifo(path: &Path) {
+    let c_path = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).expect("no NUL");
+    // SAFETY: a valid NUL-terminated path that outlives the call.
+    assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0, "mkfifo");
+}
