@@ -196,6 +196,70 @@ pub fn reset_sigchld() {
     }
 }
 
+/// Marks every descriptor above 2 that this process holds at start
+/// close-on-exec, so none it inherited (from cron, a CI runner, a shell)
+/// reaches `rch` or its ssh helpers. Call once, first thing in `main`,
+/// before any descriptor of our own exists (ours are close-on-exec anyway).
+///
+/// The open descriptors are listed from `/proc/self/fd`, so the guarantee
+/// depends neither on `close_range` (kernels before 5.11, seccomp filters
+/// that refuse it) nor on `RLIMIT_NOFILE`: a descriptor inherited above a
+/// soft limit that was lowered afterwards is listed there like any other.
+/// Without `/proc`, `close_range` is tried, then every descriptor up to the
+/// hard limit.
+pub fn cloexec_inherited() {
+    let mark = |fd: libc::c_int| {
+        // SAFETY: F_GETFD/F_SETFD on a descriptor number only read and set
+        // its flags; on one that is not open they fail with EBADF.
+        unsafe {
+            let flags = libc::fcntl(fd, libc::F_GETFD);
+            if flags >= 0 && flags & libc::FD_CLOEXEC == 0 {
+                libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC);
+            }
+        }
+    };
+    if let Ok(entries) = std::fs::read_dir("/proc/self/fd") {
+        // Collected first: the listing's own descriptor is open meanwhile
+        // (close-on-exec already, so marking it too would be harmless).
+        let fds: Vec<libc::c_int> = entries
+            .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse().ok())
+            .filter(|fd| *fd > 2)
+            .collect();
+        for fd in fds {
+            mark(fd);
+        }
+        return;
+    }
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: close_range takes plain integers; on failure it changes nothing.
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_close_range,
+                3 as libc::c_uint,
+                libc::c_uint::MAX,
+                libc::CLOSE_RANGE_CLOEXEC,
+            )
+        };
+        if rc == 0 {
+            return;
+        }
+    }
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `limit` is a valid, writable rlimit for the call.
+    let hard = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0 {
+        limit.rlim_max.min(1 << 20)
+    } else {
+        1 << 20
+    };
+    for fd in 3..libc::c_int::try_from(hard).unwrap_or(1 << 20) {
+        mark(fd);
+    }
+}
+
 /// The soft limit on open descriptors: above it no descriptor can be open.
 /// Read before forking, since the child may only make plain syscalls.
 #[cfg(target_os = "linux")]

@@ -42,19 +42,39 @@ pub fn default_state_file(lease_dir: &Path) -> PathBuf {
     parent.join("rch-sweep").join("backoff.json")
 }
 
-/// Finds the `rch` to run. An explicit value (`--rch` / `RCH_SWEEP_RCH`)
-/// with a `/` is a path; a bare name is looked up on `PATH` as a shell
-/// would. Without one, `rch` is looked up on `PATH`, then where rch's
+/// Why no `rch` could be chosen: what was found (every place tried) and
+/// what to do about it.
+#[derive(Debug, PartialEq, Eq)]
+pub struct RchNotFound {
+    pub finding: String,
+    pub fix: String,
+}
+
+impl std::fmt::Display for RchNotFound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}; {}", self.finding, self.fix)
+    }
+}
+
+/// Finds the `rch` to run, as `execvp` finds a program: the first candidate
+/// that is a regular file this user may execute, so an entry this user
+/// cannot run is passed over rather than chosen (and every recovery then
+/// failing with "Permission denied"). An explicit value (`--rch` /
+/// `RCH_SWEEP_RCH`) with a `/` is a path; a bare name is looked up on
+/// `PATH`. Without one, `rch` is looked up on `PATH`, then where rch's
 /// installers put it (`$HOME/.local/bin`, `$HOME/.cargo/bin`), since a
 /// timer's `PATH` rarely holds either. The error lists every place tried.
 pub fn resolve_rch(
     explicit: Option<&Path>,
     path_var: Option<&OsStr>,
     home: Option<&OsStr>,
-) -> Result<PathBuf, String> {
+) -> Result<PathBuf, RchNotFound> {
     let name = match explicit {
         Some(value) if value.as_os_str().is_empty() => {
-            return Err("--rch is empty; pass the path of the rch client".to_owned());
+            return Err(RchNotFound {
+                finding: "--rch is empty".to_owned(),
+                fix: "pass the path of the rch client".to_owned(),
+            });
         }
         Some(value) if value.components().count() > 1 || value.is_absolute() => {
             return resolve_path(value);
@@ -62,51 +82,84 @@ pub fn resolve_rch(
         Some(value) => value,
         None => Path::new("rch"),
     };
+    let tried = rch_candidates(name, explicit.is_none(), path_var, home);
+    if let Some(found) = tried.iter().find(|candidate| is_executable(candidate)) {
+        return Ok(found.clone());
+    }
+    let places: Vec<String> = tried
+        .iter()
+        .map(|path| match std::fs::metadata(path) {
+            Ok(_) => format!("{} (not executable by this user)", path.display()),
+            Err(_) => path.display().to_string(),
+        })
+        .collect();
+    Err(RchNotFound {
+        finding: format!(
+            "`{}` was not found as a program this user may run (looked in: {})",
+            name.display(),
+            if places.is_empty() {
+                "nowhere: PATH is empty and HOME unset".to_owned()
+            } else {
+                places.join(", ")
+            }
+        ),
+        fix: "install rch (or make it executable for this user) or pass --rch PATH / set RCH_SWEEP_RCH"
+            .to_owned(),
+    })
+}
+
+/// Every place a bare `name` is looked for, in order: each `PATH` entry,
+/// then (when no name was given) the installers' folders under `home`.
+pub fn rch_candidates(
+    name: &Path,
+    with_fallbacks: bool,
+    path_var: Option<&OsStr>,
+    home: Option<&OsStr>,
+) -> Vec<PathBuf> {
     let mut tried: Vec<PathBuf> = std::env::split_paths(path_var.unwrap_or_default())
         .filter(|dir| !dir.as_os_str().is_empty())
         .map(|dir| dir.join(name))
         .collect();
-    if explicit.is_none()
-        && let Some(home) = home.filter(|home| !home.is_empty())
-    {
+    if with_fallbacks && let Some(home) = home.filter(|home| !home.is_empty()) {
         let home = Path::new(home);
         tried.push(home.join(".local/bin/rch"));
         tried.push(home.join(".cargo/bin/rch"));
     }
-    if let Some(found) = tried.iter().find(|candidate| is_executable(candidate)) {
-        return Ok(found.clone());
-    }
-    let places: Vec<String> = tried.iter().map(|p| p.display().to_string()).collect();
-    Err(format!(
-        "`{}` was not found (looked in: {}); install rch or pass --rch PATH / set RCH_SWEEP_RCH",
-        name.display(),
-        if places.is_empty() {
-            "nowhere: PATH is empty and HOME unset".to_owned()
-        } else {
-            places.join(", ")
-        }
-    ))
+    tried
 }
 
-fn resolve_path(value: &Path) -> Result<PathBuf, String> {
+fn resolve_path(value: &Path) -> Result<PathBuf, RchNotFound> {
     if is_executable(value) {
-        Ok(value.to_path_buf())
-    } else if value.exists() {
-        Err(format!(
-            "{} is not an executable file; fix --rch / RCH_SWEEP_RCH",
-            value.display()
-        ))
-    } else {
-        Err(format!(
-            "{} does not exist; install rch or point --rch / RCH_SWEEP_RCH at it",
-            value.display()
-        ))
+        return Ok(value.to_path_buf());
     }
+    let fix = "point --rch / RCH_SWEEP_RCH at an rch this user may run".to_owned();
+    Err(match std::fs::metadata(value) {
+        Ok(meta) if meta.is_file() => RchNotFound {
+            finding: format!(
+                "{} is not executable by this user (mode {:04o}, owner uid {})",
+                value.display(),
+                meta.permissions().mode() & 0o7777,
+                std::os::unix::fs::MetadataExt::uid(&meta)
+            ),
+            fix,
+        },
+        Ok(_) => RchNotFound {
+            finding: format!("{} is not an executable file", value.display()),
+            fix,
+        },
+        Err(_) => RchNotFound {
+            finding: format!("{} does not exist", value.display()),
+            fix: "install rch or point --rch / RCH_SWEEP_RCH at it".to_owned(),
+        },
+    })
 }
 
-fn is_executable(path: &Path) -> bool {
-    std::fs::metadata(path)
-        .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+/// A regular file (after following links) that this user may execute, as
+/// the kernel judges it (`faccessat(X_OK, AT_EACCESS)`: modes, ACLs, a
+/// `noexec` mount). Root passes `X_OK` only where some execute bit is set.
+pub fn is_executable(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|meta| meta.is_file())
+        && crate::fsio::may_access(path, libc::X_OK).is_ok()
 }
 
 /// Most scan threads started without `RCH_SWEEP_SCAN_THREADS`: a scan reads
@@ -202,20 +255,52 @@ mod tests {
             Some(OsStr::new("/nonexistent")),
             Some(OsStr::new("/h")),
         )
-        .expect_err("not found");
+        .expect_err("not found")
+        .to_string();
         for place in ["/nonexistent/rch", "/h/.local/bin/rch", "/h/.cargo/bin/rch"] {
             assert!(missing.contains(place), "{missing}");
         }
         assert!(
             resolve_rch(Some(&not_exec), None, None)
                 .expect_err("not executable")
-                .contains("not an executable")
+                .finding
+                .contains("is not executable by this user")
         );
         assert!(
             resolve_rch(Some(&dir.path().join("absent")), None, None)
                 .expect_err("absent")
+                .finding
                 .contains("does not exist")
         );
+    }
+
+    #[test]
+    fn an_rch_this_user_may_not_run_is_passed_over_as_execvp_does() {
+        let first = tempfile::tempdir().expect("tempdir");
+        let second = tempfile::tempdir().expect("tempdir");
+        let put = |dir: &Path, mode: u32| {
+            let path = dir.join("rch");
+            std::fs::write(&path, "#!/bin/sh\n").expect("write");
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).expect("chmod");
+            path
+        };
+        // No execute bit at all: not even root may run it.
+        let unusable = put(first.path(), 0o600);
+        let usable = put(second.path(), 0o755);
+        let path_var = std::env::join_paths([first.path(), second.path()]).expect("join");
+        assert_eq!(resolve_rch(None, Some(&path_var), None), Ok(usable.clone()));
+        std::fs::remove_file(&usable).expect("rm");
+        let refused = resolve_rch(None, Some(&path_var), None).expect_err("none usable");
+        assert!(
+            refused.finding.contains(&format!(
+                "{} (not executable by this user)",
+                unusable.display()
+            )),
+            "{refused}"
+        );
+        // A directory named rch is no program either.
+        std::fs::create_dir(&usable).expect("mkdir");
+        assert!(resolve_rch(None, Some(&path_var), None).is_err());
     }
 
     #[test]

@@ -19,7 +19,8 @@ pub enum ExitCode {
     Io,
     /// Another sweep holds the lock.
     Locked,
-    /// `rch` missing, lease dir not a directory, unknown state file version.
+    /// `rch` missing or not startable, lease dir not a directory or not
+    /// this user's, unknown state file version.
     Config,
     /// Stopped by this signal after cleaning up.
     Signal(i32),
@@ -38,9 +39,12 @@ impl ExitCode {
         }
     }
 
-    /// Which of two outcomes of one run the exit status reports: a signal
-    /// outranks everything, then configuration and lock errors, then I/O,
-    /// then a failed recovery (SPEC: with both 1 and 74, the code is 74).
+    /// Which of two outcomes of one run the exit status reports (SPEC "JSON
+    /// summary"): a signal, then an I/O error, then a configuration error,
+    /// then a failed recovery, then success. A run whose state could not be
+    /// saved reports 74 even when `rch` also could not be started: what was
+    /// lost is what an operator must see first. (Usage and lock errors end a
+    /// command before there is anything to merge with.)
     pub fn merge(self, other: ExitCode) -> ExitCode {
         if other.rank() > self.rank() {
             other
@@ -53,10 +57,10 @@ impl ExitCode {
         match self {
             ExitCode::Success => 0,
             ExitCode::Failed => 1,
-            ExitCode::Io => 2,
+            ExitCode::Config => 2,
             ExitCode::Locked => 3,
             ExitCode::Usage => 4,
-            ExitCode::Config => 5,
+            ExitCode::Io => 5,
             ExitCode::Signal(_) => 6,
         }
     }
@@ -119,15 +123,20 @@ mod tests {
     }
 
     #[test]
-    fn io_outranks_a_failed_recovery_and_a_signal_outranks_all() {
+    fn precedence_is_signal_io_config_failed_success() {
         use ExitCode::*;
-        assert_eq!(Success.merge(Failed), Failed);
-        assert_eq!(Failed.merge(Success), Failed);
-        assert_eq!(Failed.merge(Io), Io);
-        assert_eq!(Io.merge(Failed), Io);
-        assert_eq!(Io.merge(Signal(2)), Signal(2));
-        assert_eq!(Signal(15).merge(Config), Signal(15));
-        assert_eq!(Success.merge(Success), Success);
+        let order = [Signal(15), Io, Config, Failed, Success];
+        for (rank, higher) in order.iter().enumerate() {
+            for lower in &order[rank..] {
+                assert_eq!(higher.merge(*lower), *higher, "{higher:?} over {lower:?}");
+                assert_eq!(lower.merge(*higher), *higher, "{higher:?} over {lower:?}");
+            }
+        }
+        assert_eq!(
+            Signal(15).merge(Signal(2)),
+            Signal(15),
+            "the first signal stays"
+        );
     }
 
     #[test]

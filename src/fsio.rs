@@ -53,12 +53,6 @@ impl FileId {
     }
 }
 
-/// The effective uid: the user whose files this run may replace.
-pub fn euid() -> u32 {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() }
-}
-
 /// Classifies `path` with `lstat`, never following a final symlink.
 pub fn existing(path: &Path) -> io::Result<Existing> {
     let meta = match std::fs::symlink_metadata(path) {
@@ -67,7 +61,7 @@ pub fn existing(path: &Path) -> io::Result<Existing> {
         Err(error) => return Err(error),
     };
     let kind = meta.file_type();
-    Ok(if kind.is_file() && meta.uid() == euid() {
+    Ok(if kind.is_file() && meta.uid() == crate::account::euid() {
         Existing::Ours(FileId::of(&meta))
     } else if kind.is_file() {
         Existing::Foreign(FileId::of(&meta))
@@ -125,6 +119,27 @@ pub fn resolve(path: &Path, follow_final: bool) -> io::Result<PathBuf> {
     Ok(resolved)
 }
 
+/// Whether this process may access `path` with `mode` (`R_OK`, `W_OK`,
+/// `X_OK`), as the kernel judges it for the effective ids (modes, ACLs, a
+/// read-only or `noexec` mount), without opening or running anything.
+pub fn may_access(path: &Path, mode: libc::c_int) -> io::Result<()> {
+    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))?;
+    // SAFETY: `c_path` is a valid NUL-terminated string for the duration of
+    // the call, which only reads it.
+    let rc = unsafe { libc::faccessat(libc::AT_FDCWD, c_path.as_ptr(), mode, libc::AT_EACCESS) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Whether this process may create and rename files in `folder`.
+pub fn may_write_into(folder: &Path) -> io::Result<()> {
+    may_access(folder, libc::W_OK | libc::X_OK)
+}
+
 /// Creates `dir` (and missing parents) with mode 0700 if it does not exist.
 pub fn ensure_private_dir(dir: &Path) -> io::Result<()> {
     if dir.is_dir() {
@@ -147,7 +162,10 @@ const TEMP_SUFFIX: &str = ".tmp";
 
 /// Replaces `path` with `bytes` so that a crash at any moment leaves either
 /// the old file or the new one, never a torn one. tempfile does not fsync,
-/// by design, so the data and the folder are flushed here.
+/// by design, so the data and the folder are flushed here. The file gets
+/// exactly `mode` whatever the umask (the temporary file is `fchmod`ed):
+/// under `umask 077` a metrics file must still be readable by
+/// node_exporter, which runs as another user.
 pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
     let dir = parent_dir(path);
     let mut temp = tempfile::Builder::new()
@@ -155,6 +173,8 @@ pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
         .suffix(TEMP_SUFFIX)
         .permissions(Permissions::from_mode(mode))
         .tempfile_in(dir)?;
+    temp.as_file()
+        .set_permissions(Permissions::from_mode(mode))?;
     temp.write_all(bytes)?;
     temp.as_file().sync_all()?;
     match existing(path)? {

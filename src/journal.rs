@@ -169,9 +169,10 @@ impl LeaseDir {
         }
         // SAFETY: `fd` was just returned by open and is owned by nobody else.
         let dir = unsafe { File::from_raw_fd(fd) };
-        // SAFETY: geteuid has no preconditions and cannot fail.
-        let euid = unsafe { libc::geteuid() };
-        Ok(LeaseDir { dir, euid })
+        Ok(LeaseDir {
+            dir,
+            euid: crate::account::euid(),
+        })
     }
 
     /// The user this reader accepts journals of (the effective uid).
@@ -296,6 +297,13 @@ impl LeaseDir {
         }
         // SAFETY: fstatat returned 0, so it filled `stat`.
         Ok(unsafe { stat.assume_init() })
+    }
+}
+
+/// The open directory's descriptor, for the lease-directory lock.
+impl AsRawFd for LeaseDir {
+    fn as_raw_fd(&self) -> std::os::fd::RawFd {
+        self.dir.as_raw_fd()
     }
 }
 

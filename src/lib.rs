@@ -6,6 +6,7 @@
 //! read, `child` and `recover` run `rch`, `state`, `lock` and `fsio` persist,
 //! `report`, `metrics` and `log` speak.
 
+pub mod account;
 pub mod backoff;
 pub mod child;
 pub mod cli;
@@ -16,11 +17,13 @@ pub mod exit;
 pub mod fsio;
 pub mod journal;
 pub mod judge;
+pub mod lease_dir;
 pub mod lock;
 pub mod log;
 pub mod metrics;
 pub mod owner;
 pub mod plan;
+pub mod preflight;
 pub mod recover;
 pub mod report;
 pub mod scan;

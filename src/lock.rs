@@ -83,7 +83,7 @@ pub fn acquire(path: &Path) -> Result<Lock, LockError> {
     if !meta.is_file() {
         return Err(not_ours(crate::fsio::kind_name(meta.file_type())));
     }
-    if meta.uid() != crate::fsio::euid() {
+    if meta.uid() != crate::account::euid() {
         return Err(not_ours("owned by another user"));
     }
     // SAFETY: the descriptor is open and owned by `file` for this call.

@@ -1,9 +1,12 @@
 use clap::Parser;
 use rch_sweep::cli::{Cli, Command, ENV_VARS};
-use rch_sweep::exit;
+use rch_sweep::exit::{self, ExitCode};
 use rch_sweep::{child, cmd, log};
 
 fn main() {
+    // Before anything is opened or started: no descriptor this process
+    // inherited may reach a child, whatever the kernel offers.
+    child::cloexec_inherited();
     // Before any child: cron may hand us SIGCHLD ignored.
     child::reset_sigchld();
     for name in ENV_VARS {
@@ -14,8 +17,13 @@ fn main() {
         }
     }
     let cli = Cli::parse();
-    let quiet = matches!(&cli.command, Some(Command::Run(args)) if args.quiet)
-        || (cli.command.is_none() && cli.run.quiet);
+    let (quiet, json) = match &cli.command {
+        None => (cli.run.quiet, cli.run.json),
+        Some(Command::Run(args)) => (args.quiet, args.json),
+        Some(Command::Status(args)) => (false, args.json),
+        Some(Command::Explain(args)) => (false, args.json),
+        Some(Command::Forget(_) | Command::Completions(_)) => (false, false),
+    };
     log::init(quiet);
     let result = match cli.command {
         None => cmd::run::run(cli.run),
@@ -31,13 +39,32 @@ fn main() {
             let code = exit::code_of(&error);
             // Another sweep running is routine for a timer (the units count
             // 75 as success): a warning, which --quiet hides.
-            if code == exit::ExitCode::Locked {
+            if code == ExitCode::Locked {
                 log::warn(format!("{error:#}"));
             } else {
                 log::error(format!("{error:#}"));
+            }
+            if json {
+                print_error_document(code, &error);
             }
             code
         }
     };
     std::process::exit(code.code());
+}
+
+/// With `--json`, a command that ends in an error instead of its document
+/// (74, 75, 78) still prints exactly one, so `rch-sweep --json | jq` never
+/// reads empty input and takes it for success.
+fn print_error_document(code: ExitCode, error: &anyhow::Error) {
+    use std::io::Write;
+    if !matches!(code, ExitCode::Io | ExitCode::Locked | ExitCode::Config) {
+        return;
+    }
+    let document = serde_json::json!({
+        "version": 1,
+        "exit_code": code.code(),
+        "error": format!("{error:#}"),
+    });
+    let _ = writeln!(std::io::stdout().lock(), "{document}");
 }

@@ -7,14 +7,11 @@
 //! node_exporter refuses to serve the same series from two files, so without
 //! that label only one user's sweep would be seen.
 
-use crate::exit::{ExitCode, Fatal};
 use crate::fsio;
 use crate::judge::SkipReason;
 use crate::report::Summary;
-use std::ffi::CString;
 use std::fmt::Write;
 use std::io;
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -37,9 +34,10 @@ pub fn escape_label_value(value: &str) -> String {
     out
 }
 
-/// The lease directory as the label shows it: absolute, so that two users'
-/// relative `--lease-dir job-leases` cannot collide. Symlinks are not
-/// resolved: the label names what the operator configured.
+/// The lease directory as the label shows it: the run's one resolved
+/// identity of it (absolute, symlinks resolved), so two users' relative
+/// `--lease-dir job-leases` cannot collide and two paths to one directory
+/// give one series.
 fn absolute(lease_dir: &Path) -> PathBuf {
     std::path::absolute(lease_dir).unwrap_or_else(|_| lease_dir.to_path_buf())
 }
@@ -141,55 +139,6 @@ pub fn write(path: &Path, summary: &Summary, last_success_unix_ms: Option<u64>) 
     fsio::write_atomic(path, text.as_bytes(), 0o644)
 }
 
-/// Checks, before any recovery starts, that the metrics file's folder
-/// exists, is a directory and is writable by this user: finding out only
-/// when the file is written, after the recoveries, would leave monitoring
-/// blind to a run that already did its work. An error is exit 74 with a
-/// message naming the file and the fix.
-pub fn check_folder(path: &Path) -> anyhow::Result<()> {
-    let folder = fsio::parent_dir(path);
-    let fail = |why: String| {
-        Fatal::error(
-            ExitCode::Io,
-            format!("--metrics-file {}: {why}", path.display()),
-        )
-    };
-    match std::fs::metadata(folder) {
-        Ok(meta) if !meta.is_dir() => Err(fail(format!(
-            "{} is not a directory; point --metrics-file / RCH_SWEEP_METRICS_FILE into node_exporter's textfile directory",
-            folder.display()
-        ))),
-        Ok(_) => writable(folder).map_err(|error| {
-            fail(format!(
-                "cannot write into {} ({error}); give this user write access to it (e.g. a group-writable textfile directory) or point --metrics-file elsewhere",
-                folder.display()
-            ))
-        }),
-        Err(error) if error.kind() == io::ErrorKind::NotFound => Err(fail(format!(
-            "its folder {} does not exist; create it (install -d -m 0755 {}) or point --metrics-file / RCH_SWEEP_METRICS_FILE into node_exporter's textfile directory",
-            folder.display(),
-            folder.display()
-        ))),
-        Err(error) => Err(fail(format!("cannot inspect {}: {error}", folder.display()))),
-    }
-}
-
-/// Whether this process may create and rename files in `folder`, as the
-/// kernel judges it (modes, ACLs, a read-only mount), without writing there.
-fn writable(folder: &Path) -> io::Result<()> {
-    let path = CString::new(folder.as_os_str().as_bytes())
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))?;
-    // SAFETY: `path` is a valid NUL-terminated string for the duration of the
-    // call; access only reads it. (rch-sweep is never set-uid, so the real
-    // ids access checks are the effective ones.)
-    let rc = unsafe { libc::access(path.as_ptr(), libc::W_OK | libc::X_OK) };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -204,18 +153,5 @@ mod tests {
             escape_label_value("a\\b\"c\nd{e},f"),
             "a\\\\b\\\"c\\nd{e},f"
         );
-    }
-
-    #[test]
-    fn a_missing_or_file_folder_is_refused_with_exit_74() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        assert!(check_folder(&dir.path().join("ok.prom")).is_ok());
-        let missing = dir.path().join("nope/rch.prom");
-        let error = check_folder(&missing).expect_err("missing folder");
-        assert_eq!(crate::exit::code_of(&error), ExitCode::Io);
-        assert!(error.to_string().contains("does not exist"), "{error}");
-        std::fs::write(dir.path().join("file"), "").expect("write");
-        let error = check_folder(&dir.path().join("file/rch.prom")).expect_err("file");
-        assert!(error.to_string().contains("not a directory"), "{error}");
     }
 }

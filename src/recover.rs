@@ -35,6 +35,10 @@ pub enum Outcome {
     Failed(String),
     /// Cut short by a signal: the error says what was happening.
     Interrupted(String),
+    /// `rch` could not be started at all (the exec failed: permission
+    /// denied, a missing interpreter, not an executable format). The host's
+    /// fault, not the lease's: no failure is counted against it.
+    NotStarted(String),
 }
 
 #[derive(Clone, Debug)]
@@ -145,7 +149,7 @@ fn attempt(settings: &Settings, candidate: &Candidate, stop: &dyn Fn() -> bool) 
     let deadline = settings.recover_timeout + settings.kill_grace;
     let report = match child::run(&spec, deadline, stop) {
         Ok(report) => report,
-        Err(error) => return Outcome::Failed(error.to_string()),
+        Err(error) => return Outcome::NotStarted(error.to_string()),
     };
     match (&report.ending, report.error()) {
         (Ending::Interrupted, error) => {

@@ -95,7 +95,10 @@ pub struct Summary {
     pub lease_dir: PathBuf,
     pub state_file: PathBuf,
     pub now_unix_ms: u64,
+    /// The whole run, preflight to report.
     pub duration: Duration,
+    /// The scan alone (listing and judging every journal).
+    pub scan_duration: Duration,
     pub scanned: usize,
     pub skipped: [usize; SkipReason::ALL.len()],
     /// Candidates in plan order.
@@ -103,6 +106,9 @@ pub struct Summary {
     /// Skipped journals in file-name order (filled only for `--verbose`).
     pub skipped_list: Vec<Skipped>,
     pub exit_code: ExitCode,
+    /// What made the exit code 74 or 78 once past preflight (a state file
+    /// that could not be written, an `rch` that could not be started).
+    pub errors: Vec<String>,
 }
 
 /// The SPEC's counts; they add up as it says.
@@ -120,6 +126,22 @@ pub struct Counts {
 }
 
 impl Summary {
+    /// Records an error that changes the exit code to (at least) `code`,
+    /// once however many leases met it.
+    pub fn fail(&mut self, code: ExitCode, message: String) {
+        self.exit_code = self.exit_code.merge(code);
+        if !self.errors.contains(&message) {
+            self.errors.push(message);
+        }
+    }
+
+    /// The summary's `error`: set when the run ends in 74 or 78.
+    fn error(&self) -> Option<String> {
+        matches!(self.exit_code, ExitCode::Io | ExitCode::Config)
+            .then(|| self.errors.join("; "))
+            .filter(|error| !error.is_empty())
+    }
+
     pub fn counts(&self) -> Counts {
         let mut counts = Counts {
             candidates: self.leases.len(),
@@ -174,6 +196,7 @@ impl Summary {
             would_recover: self.dry_run.then_some(counts.would_recover),
             leases,
             exit_code: self.exit_code.code(),
+            error: self.error(),
         };
         // Serializing plain structs of strings and numbers cannot fail.
         serde_json::to_string(&document).unwrap_or_default()
@@ -305,7 +328,7 @@ impl Summary {
             "scanned {} journal{} in {}",
             self.scanned,
             if self.scanned == 1 { "" } else { "s" },
-            seconds(self.duration)
+            seconds(self.scan_duration)
         );
         let skipped: Vec<String> = SkipReason::ALL
             .iter()
@@ -345,6 +368,9 @@ impl Summary {
                 counts.interrupted,
                 counts.deferred
             );
+        }
+        if counts.attempted > 0 {
+            let _ = write!(line, "; the run took {}", seconds(self.duration));
         }
         line
     }
@@ -396,6 +422,8 @@ struct JsonSummary<'a> {
     would_recover: Option<usize>,
     leases: Vec<JsonLease<'a>>,
     exit_code: i32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
 }
 
 /// Counts by reason, only reasons that occurred, in SPEC order.
@@ -490,12 +518,43 @@ mod tests {
             state_file: "/s".into(),
             now_unix_ms: 3_601_000,
             duration: Duration::from_millis(1234),
+            scan_duration: Duration::from_millis(12),
             scanned: 4 + leases.len(),
             skipped,
             leases,
             skipped_list: Vec::new(),
             exit_code: ExitCode::Failed,
+            errors: Vec::new(),
         }
+    }
+
+    #[test]
+    fn an_error_rides_on_the_summary_only_when_it_decides_74_or_78() {
+        let mut s = summary(false, vec![line("a", Outcome::Failed)]);
+        let error = |s: &Summary| {
+            let value: serde_json::Value = serde_json::from_str(&s.json()).expect("json");
+            value.get("error").cloned()
+        };
+        assert_eq!(error(&s), None);
+        s.fail(ExitCode::Config, "rch could not be started".into());
+        s.fail(ExitCode::Config, "rch could not be started".into());
+        assert_eq!(s.exit_code, ExitCode::Config);
+        assert_eq!(error(&s), Some("rch could not be started".into()));
+        s.fail(ExitCode::Io, "cannot write state".into());
+        assert_eq!(s.exit_code, ExitCode::Io);
+        assert_eq!(
+            error(&s),
+            Some("rch could not be started; cannot write state".into())
+        );
+    }
+
+    #[test]
+    fn the_summary_line_times_the_scan_and_the_run_apart() {
+        let ran = summary(false, vec![line("a", Outcome::Recovered)]).human(false);
+        assert!(ran.contains("in 12ms"), "{ran}");
+        assert!(ran.contains("the run took 1.2s"), "{ran}");
+        let idle = summary(false, vec![line("a", Outcome::BackingOff)]).human(false);
+        assert!(!idle.contains("the run took"), "{idle}");
     }
 
     #[test]

@@ -10,7 +10,6 @@ use crate::judge::{self, Candidate, SkipReason};
 use crate::owner::ProcFs;
 use crate::plan;
 use std::io;
-use std::path::Path;
 use std::sync::mpsc::{self, Receiver, TrySendError};
 use std::sync::{Mutex, PoisonError};
 
@@ -44,16 +43,6 @@ pub struct Scan {
     pub candidates: Vec<Candidate>,
     /// With `keep_skipped`, every skipped journal in file-name order.
     pub skipped_list: Vec<Skipped>,
-    /// The lease directory does not exist (nothing to do).
-    pub dir_missing: bool,
-}
-
-#[derive(Debug)]
-pub enum ScanError {
-    /// The path exists but is not a directory.
-    NotADirectory,
-    /// The directory could not be opened or listed.
-    Io(io::Error),
 }
 
 /// Journal names listed into one batch: the unit of work a scan thread takes.
@@ -61,8 +50,11 @@ pub enum ScanError {
 /// enough that handing them over costs nothing next to reading the journals.
 const BATCH: usize = 128;
 
-/// Scans with one thread a core this process may use ([`config::scan_threads`]).
-pub fn scan(dir: &Path, options: &ScanOptions, proc: &ProcFs) -> Result<Scan, ScanError> {
+/// Scans the open lease directory with one thread a core this process may
+/// use ([`config::scan_threads`]). An error means the directory could not be
+/// listed to its end; a partial scan would drop the backoff of the journals
+/// it did not see, so there is none.
+pub fn scan(dir: &LeaseDir, options: &ScanOptions, proc: &ProcFs) -> io::Result<Scan> {
     scan_with_threads(
         dir,
         options,
@@ -82,50 +74,35 @@ pub fn scan(dir: &Path, options: &ScanOptions, proc: &ProcFs) -> Result<Scan, Sc
 /// result is exactly the serial one: candidates in [`plan::order`], skipped
 /// rows in file-name order with ties in listing order, the same counts.
 pub fn scan_with_threads(
-    dir: &Path,
+    dir: &LeaseDir,
     options: &ScanOptions,
     proc: &ProcFs,
     threads: usize,
-) -> Result<Scan, ScanError> {
+) -> io::Result<Scan> {
     scan_in_batches(dir, options, proc, threads, BATCH)
 }
 
 /// [`scan_with_threads`] with batches of `batch_len` names (tests use small
 /// ones to spread a small directory over several threads).
 fn scan_in_batches(
-    dir: &Path,
+    lease_dir: &LeaseDir,
     options: &ScanOptions,
     proc: &ProcFs,
     threads: usize,
     batch_len: usize,
-) -> Result<Scan, ScanError> {
-    let lease_dir = match LeaseDir::open(dir) {
-        Ok(lease_dir) => lease_dir,
-        Err(error) if error.kind() == io::ErrorKind::NotFound => {
-            return Ok(Scan {
-                dir_missing: true,
-                ..Scan::default()
-            });
-        }
-        Err(error) if error.raw_os_error() == Some(libc::ENOTDIR) => {
-            return Err(ScanError::NotADirectory);
-        }
-        Err(error) => return Err(ScanError::Io(error)),
-    };
+) -> io::Result<Scan> {
     // A listing error aborts the scan: a partial scan would drop the backoff
     // of the journals it did not see.
-    let mut listing = lease_dir.list().map_err(ScanError::Io)?;
+    let mut listing = lease_dir.list()?;
     let shared = Shared {
-        lease_dir: &lease_dir,
+        lease_dir,
         options,
         proc,
         found: Mutex::default(),
     };
     let mut scanned = 0;
     let mut batch = Batch::default();
-    let mut ended = batch
-        .fill(&mut listing, scanned, batch_len)
-        .map_err(ScanError::Io)?;
+    let mut ended = batch.fill(&mut listing, scanned, batch_len)?;
     scanned += batch.len();
     let mut mine = Partial::default();
     let mut buffer = Vec::with_capacity(16 * 1024);
@@ -138,9 +115,7 @@ fn scan_in_batches(
                 break;
             }
             batch = Batch::default();
-            ended = batch
-                .fill(&mut listing, scanned, batch_len)
-                .map_err(ScanError::Io)?;
+            ended = batch.fill(&mut listing, scanned, batch_len)?;
             scanned += batch.len();
         }
     } else {
@@ -192,7 +167,7 @@ fn scan_in_batches(
             }
             listed
         });
-        listed.map_err(ScanError::Io)?;
+        listed?;
     }
     let Found {
         mut candidates,
@@ -213,7 +188,6 @@ fn scan_in_batches(
         skipped: mine.skipped,
         candidates,
         skipped_list: skipped_list.into_iter().map(|(_, row)| row).collect(),
-        dir_missing: false,
     })
 }
 
@@ -611,12 +585,13 @@ mod tests {
         let proc = ProcFs::system();
         for keep_skipped in [true, false] {
             let options = options(keep_skipped);
-            let serial = scan_in_batches(dir.path(), &options, &proc, 1, BATCH).expect("serial");
+            let lease_dir = LeaseDir::open(dir.path()).expect("open");
+            let serial = scan_in_batches(&lease_dir, &options, &proc, 1, BATCH).expect("serial");
             assert_eq!(serial.scanned, 67);
             assert_eq!(serial.candidates.len(), 20);
             assert_eq!(serial.skipped_list.len(), if keep_skipped { 47 } else { 0 });
             for (threads, batch_len) in [(1, 1), (2, 1), (4, 3), (3, 64)] {
-                let parallel = scan_in_batches(dir.path(), &options, &proc, threads, batch_len)
+                let parallel = scan_in_batches(&lease_dir, &options, &proc, threads, batch_len)
                     .expect("parallel");
                 assert_eq!(
                     summary(&parallel),
@@ -630,8 +605,9 @@ mod tests {
     #[test]
     fn every_reason_is_counted_and_ties_go_by_wrapper_id() {
         let dir = mixed_dir();
+        let lease_dir = LeaseDir::open(dir.path()).expect("open");
         let scan =
-            scan_in_batches(dir.path(), &options(true), &ProcFs::system(), 4, 2).expect("scan");
+            scan_in_batches(&lease_dir, &options(true), &ProcFs::system(), 4, 2).expect("scan");
         let count = |reason: SkipReason| scan.skipped[reason.index()];
         assert_eq!(count(SkipReason::Terminal), 10);
         assert_eq!(count(SkipReason::HeartbeatFresh), 10);
@@ -678,20 +654,13 @@ mod tests {
     }
 
     #[test]
-    fn a_missing_directory_is_nothing_to_do_and_a_file_is_no_directory() {
+    fn a_directory_of_no_journals_is_scanned_empty() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let proc = ProcFs::system();
-        let missing = scan_with_threads(&dir.path().join("absent"), &options(false), &proc, 2)
-            .expect("missing is fine");
-        assert!(missing.dir_missing);
-        let file = dir.path().join("file");
-        std::fs::write(&file, "").expect("write");
-        assert!(matches!(
-            scan_with_threads(&file, &options(false), &proc, 2),
-            Err(ScanError::NotADirectory)
-        ));
+        std::fs::write(dir.path().join("file"), "").expect("write");
+        let lease_dir = LeaseDir::open(dir.path()).expect("open");
         // Only the file, which is no journal.
-        let empty = scan_with_threads(dir.path(), &options(true), &proc, 2).expect("empty");
-        assert_eq!((empty.scanned, empty.dir_missing), (0, false));
+        let empty =
+            scan_with_threads(&lease_dir, &options(true), &ProcFs::system(), 2).expect("empty");
+        assert_eq!(empty.scanned, 0);
     }
 }

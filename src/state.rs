@@ -106,7 +106,7 @@ pub fn read(path: &Path, access: Access) -> anyhow::Result<(Found, Option<FileId
     };
     // Swapped since the check: judge what was opened.
     let meta = file.metadata().map_err(io_error)?;
-    if !meta.is_file() || (access == Access::Write && meta.uid() != fsio::euid()) {
+    if !meta.is_file() || (access == Access::Write && meta.uid() != crate::account::euid()) {
         check_path(path, access)?;
         return Err(io_error(io::Error::other("it changed while being opened")));
     }

@@ -445,7 +445,7 @@ fn every_key_the_binary_emits_in_json_is_documented_in_the_man_page() {
         .args(["status", "--json", "--state-file"])
         .arg(world.state_file());
     let status = document(status, 0);
-    assert!(status.get(&stranded.id).is_some(), "{status}");
+    assert!(status["leases"].get(&stranded.id).is_some(), "{status}");
     documents.push(("status --json", status));
     {
         use std::os::fd::AsRawFd;
@@ -476,7 +476,10 @@ fn every_key_the_binary_emits_in_json_is_documented_in_the_man_page() {
     for (name, document) in &documents {
         let mut keys = BTreeSet::new();
         if *name == "status --json" {
-            for entry in document.as_object().expect("object").values() {
+            // The keys of `leases` are wrapper ids, not names to document.
+            let object = document.as_object().expect("object");
+            keys.extend(object.keys().cloned());
+            for entry in object["leases"].as_object().expect("leases").values() {
                 json_keys(entry, &mut keys);
             }
         } else {
@@ -1240,8 +1243,16 @@ fn a_metrics_folder_this_user_cannot_write_is_refused_before_any_recovery() {
     ]);
     if is_root() {
         // root writes through any mode: run the sweep as `nobody`, for whom
-        // the world must be traversable.
+        // the world must be traversable, and who must own the lease
+        // directory and the state folder (the sweep acts only for the
+        // directory's owner).
         fs::set_permissions(world.dir.path(), fs::Permissions::from_mode(0o755)).expect("chmod");
+        let state = world.state_file();
+        let state_dir = state.parent().expect("state folder");
+        fs::create_dir(state_dir).expect("mkdir state");
+        for owned in [world.leases().as_path(), state_dir] {
+            std::os::unix::fs::chown(owned, Some(65534), Some(65534)).expect("chown");
+        }
         command.uid(65534).gid(65534);
     }
     let output = command.output().expect("run");

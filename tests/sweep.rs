@@ -758,9 +758,15 @@ fn status_and_forget_manage_backoff_entries() {
     };
     let status: serde_json::Value =
         serde_json::from_slice(&sub(&["status", "--json"]).stdout).expect("json");
-    assert_eq!(status[&a.id]["failures"], 1);
-    assert_eq!(status[&a.id]["due"], false);
-    assert_eq!(status[&a.id]["last_error"], "exit status: 1: boom");
+    assert_eq!(status["version"], 1);
+    assert_eq!(
+        status["state_file"],
+        world.state_file().to_str().expect("utf8")
+    );
+    let leases = &status["leases"];
+    assert_eq!(leases[&a.id]["failures"], 1);
+    assert_eq!(leases[&a.id]["due"], false);
+    assert_eq!(leases[&a.id]["last_error"], "exit status: 1: boom");
     let human = stdout(&sub(&["status"]));
     assert!(
         human.contains(&a.id) && human.contains("last error: exit status: 1: boom"),
@@ -776,8 +782,8 @@ fn status_and_forget_manage_backoff_entries() {
     );
     let status: serde_json::Value =
         serde_json::from_slice(&sub(&["status", "--json"]).stdout).expect("json");
-    assert!(status.get(&a.id).is_none());
-    assert!(status.get(&b.id).is_some());
+    assert!(status["leases"].get(&a.id).is_none());
+    assert!(status["leases"].get(&b.id).is_some());
     assert_eq!(sub(&["forget", "--all"]).status.code(), Some(0));
     assert_eq!(world.state()["leases"], json!({}));
 }

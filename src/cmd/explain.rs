@@ -13,8 +13,10 @@ use crate::cli::ExplainArgs;
 use crate::evidence::Judgement;
 use crate::exit::ExitCode;
 use crate::journal::{self, LeaseDir};
+use crate::lease_dir::{Found, Identity};
 use crate::log;
 use crate::owner::ProcFs;
+use crate::preflight::Intent;
 use crate::report::span;
 use crate::scan::{self, ScanOptions};
 use crate::state::{self, Loaded};
@@ -75,10 +77,11 @@ impl Explained {
 }
 
 pub fn run(args: ExplainArgs) -> Result<ExitCode> {
-    let (lease_dir, state_file) = super::resolve_paths(&args.paths);
-    super::check_state_outside_leases(&lease_dir, &state_file)?;
+    let target = super::Target::resolve(&args.paths);
+    target.check(Intent::Read)?;
+    let (lease_dir, state_file) = (&target.lease_dir, &target.state_file);
     let now = now_unix_ms();
-    let backoff = match state::load(&state_file, state::Access::Read)? {
+    let backoff = match state::load(state_file, state::Access::Read)? {
         Loaded::Missing => Backoff::empty(),
         Loaded::Valid(backoff) => backoff,
         Loaded::Corrupt(why, _) => {
@@ -89,7 +92,7 @@ pub fn run(args: ExplainArgs) -> Result<ExitCode> {
             Backoff::empty()
         }
     };
-    let dir = open_lease_dir(&lease_dir)?;
+    let dir = open_lease_dir(lease_dir)?;
     let options = ScanOptions {
         now_unix_ms: now,
         stale_after_ms: args.stale_after.saturating_mul(1000),
@@ -101,10 +104,10 @@ pub fn run(args: ExplainArgs) -> Result<ExitCode> {
         .journals
         .iter()
         .map(|arg| {
-            let name = entry_name(arg, &lease_dir);
+            let name = entry_name(arg, &lease_dir.resolved);
             explain(
                 dir.as_ref(),
-                &lease_dir,
+                &lease_dir.resolved,
                 arg,
                 name,
                 &backoff,
@@ -129,15 +132,15 @@ pub fn run(args: ExplainArgs) -> Result<ExitCode> {
 }
 
 /// The lease directory, or None when it does not exist (then every journal
-/// named is missing). A path that is no directory is a configuration error
-/// (78), as for a run.
-fn open_lease_dir(lease_dir: &Path) -> Result<Option<LeaseDir>> {
-    match LeaseDir::open(lease_dir) {
+/// named is missing). One that is no directory was refused by the
+/// preflight (78), as for a run.
+fn open_lease_dir(lease_dir: &Identity) -> Result<Option<LeaseDir>> {
+    if matches!(lease_dir.found, Found::Missing) {
+        return Ok(None);
+    }
+    match lease_dir.open() {
         Ok(dir) => Ok(Some(dir)),
         Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(error) if error.raw_os_error() == Some(libc::ENOTDIR) => {
-            Err(super::not_a_directory(lease_dir))
-        }
         Err(error) => Err(super::unreadable_lease_dir(lease_dir, &error)),
     }
 }
@@ -146,9 +149,18 @@ fn open_lease_dir(lease_dir: &Path) -> Result<Option<LeaseDir>> {
 /// `<arg>.json` (or the argument itself when it already ends in `.json`);
 /// with one it is a path whose folder must resolve to the lease directory
 /// itself. The entry's own name is never resolved, so a symbolic link is
-/// explained as the link the scan sees.
+/// explained as the link the scan sees. A path that ends in `/` or `/.`
+/// asks for a directory, which a journal is not: the operating system
+/// would answer ENOTDIR, and so does this.
 fn entry_name(arg: &Path, lease_dir: &Path) -> Result<OsString, String> {
     let bytes = arg.as_os_str().as_bytes();
+    if bytes.ends_with(b"/") || bytes.ends_with(b"/.") {
+        return Err(format!(
+            "{}: {}",
+            arg.display(),
+            io::Error::from_raw_os_error(libc::ENOTDIR)
+        ));
+    }
     if !bytes.contains(&b'/') {
         if bytes.ends_with(b".json") {
             return Ok(arg.as_os_str().to_owned());
@@ -172,7 +184,7 @@ fn entry_name(arg: &Path, lease_dir: &Path) -> Result<OsString, String> {
     let (Ok(folder), Ok(leases)) = (folder.canonicalize(), lease_dir.canonicalize()) else {
         return Err(outside());
     };
-    if folder != leases || bytes.ends_with(b"/") {
+    if folder != leases {
         return Err(outside());
     }
     Ok(name.to_owned())
@@ -456,6 +468,11 @@ mod tests {
             leases.clone(),
         ] {
             assert!(entry_name(&outside, &leases).is_err(), "{outside:?}");
+        }
+        // A journal's path with `/.` or `/` after it names a directory.
+        for dir_form in ["x.json/.", "x.json/"] {
+            let error = entry_name(&leases.join(dir_form), &leases).expect_err(dir_form);
+            assert!(error.contains("Not a directory"), "{error}");
         }
     }
 }

@@ -6,6 +6,7 @@ use crate::backoff::Backoff;
 use crate::cli::ForgetArgs;
 use crate::exit::{ExitCode, Fatal};
 use crate::lock;
+use crate::preflight::Intent;
 use crate::state;
 use crate::{fsio, journal, log};
 use anyhow::Result;
@@ -15,10 +16,11 @@ pub fn run(args: ForgetArgs) -> Result<ExitCode> {
     // backoff entry" and exit 0.
     let wrapper_ids =
         wrapper_ids(&args.wrapper_ids).map_err(|why| Fatal::error(ExitCode::Usage, why))?;
-    let (lease_dir, state_file) = super::resolve_paths(&args.paths);
-    super::check_state_outside_leases(&lease_dir, &state_file)?;
-    // Before the lock is created beside it.
-    state::check_path(&state_file, state::Access::Write)?;
+    let target = super::Target::resolve(&args.paths);
+    // Before the lock is created beside it: the directory's owner, the
+    // state path and its folder.
+    target.check(Intent::Forget)?;
+    let state_file = target.state_file;
     if !fsio::parent_dir(&state_file).is_dir() {
         log::info(format!(
             "no state file at {}; nothing to forget",

@@ -8,67 +8,51 @@ pub mod status;
 
 use crate::cli::Paths;
 use crate::exit::{ExitCode, Fatal};
-use crate::{config, fsio};
-use std::path::{Path, PathBuf};
+use crate::lease_dir::{Found, Identity};
+use crate::preflight::{self, Intent};
+use std::path::PathBuf;
 
 /// The lease directory and state file a command works on: the flags (or
-/// their environment variables), else rch's defaults.
-pub fn resolve_paths(paths: &Paths) -> (PathBuf, PathBuf) {
-    let lease_dir = paths
-        .lease_dir
-        .clone()
-        .unwrap_or_else(|| config::default_lease_dir(config::process_env));
-    let state_file = paths
-        .state_file
-        .clone()
-        .unwrap_or_else(|| config::default_state_file(&lease_dir));
-    (lease_dir, state_file)
+/// their environment variables), else rch's defaults, with the lease
+/// directory resolved once and the default state path derived from that.
+pub struct Target {
+    pub lease_dir: Identity,
+    pub state_file: PathBuf,
 }
 
-/// A state path equal to the lease directory or inside it would put our
-/// files among rch's journals (or rename rch's whole folder aside): a
-/// configuration error, checked before anything else about the state path.
-/// Compared with symlinks resolved, both through the final component and
-/// not, so no alias gets past it.
-pub fn check_state_outside_leases(lease_dir: &Path, state_file: &Path) -> anyhow::Result<()> {
-    let inside = |resolved: std::io::Result<PathBuf>, leases: &Path| {
-        resolved.is_ok_and(|state| state.starts_with(leases))
-    };
-    let leases = fsio::resolve(lease_dir, true).unwrap_or_else(|_| lease_dir.to_path_buf());
-    if inside(fsio::resolve(state_file, false), &leases)
-        || inside(fsio::resolve(state_file, true), &leases)
-    {
-        return Err(Fatal::error(
-            ExitCode::Config,
-            format!(
-                "state file {} is inside the lease directory {}; rch-sweep keeps its state beside rch's journals, never among them. Drop --state-file / RCH_SWEEP_STATE_FILE to use the default <parent of the lease dir>/rch-sweep/backoff.json",
-                state_file.display(),
-                lease_dir.display()
-            ),
-        ));
+impl Target {
+    pub fn resolve(paths: &Paths) -> Target {
+        let lease_dir = Identity::resolve(paths.lease_dir.as_deref());
+        let state_file = paths
+            .state_file
+            .clone()
+            .unwrap_or_else(|| lease_dir.default_state_file());
+        Target {
+            lease_dir,
+            state_file,
+        }
     }
-    Ok(())
-}
 
-/// A lease directory path that is not a directory: one wording for every
-/// command that meets it.
-pub fn not_a_directory(lease_dir: &Path) -> anyhow::Error {
-    Fatal::error(
-        ExitCode::Config,
-        format!(
-            "lease directory {} is not a directory; point --lease-dir / RCH_SWEEP_LEASE_DIR at rch's job-leases folder",
-            lease_dir.display()
-        ),
-    )
+    /// The checks every command makes before it reads anything: the lease
+    /// directory (a failure ends the command; a warning is printed; a
+    /// missing directory is left to the command, which knows what that
+    /// means for it) and the state path (only failures: a state folder a
+    /// run has yet to create is no news).
+    pub fn check(&self, intent: Intent) -> anyhow::Result<()> {
+        if !matches!(self.lease_dir.found, Found::Missing) {
+            preflight::lease_dir(&self.lease_dir, intent).enforce()?;
+        }
+        preflight::state_path(&self.lease_dir, &self.state_file, intent).refuse()
+    }
 }
 
 /// A lease directory that cannot be opened or listed.
-pub fn unreadable_lease_dir(lease_dir: &Path, error: &std::io::Error) -> anyhow::Error {
+pub fn unreadable_lease_dir(identity: &Identity, error: &std::io::Error) -> anyhow::Error {
     Fatal::error(
         ExitCode::Io,
         format!(
             "cannot read lease directory {}: {error}; check its permissions and the disk",
-            lease_dir.display()
+            identity.display()
         ),
     )
 }

@@ -1,24 +1,29 @@
-//! `rch-sweep [run]`: scan → judge → plan → recover → record → report.
+//! `rch-sweep [run]`: preflight → scan → judge → plan → recover → record →
+//! report.
 //!
 //! The main thread owns the queue and the backoff state; each recovery runs
 //! on a thread of its own (its child's parent-death signal is tied to that
 //! thread) and reports back over a channel. The state file is written once,
 //! at the end, also after a signal.
 
+use super::Target;
 use crate::backoff::{Backoff, now_unix_ms};
 use crate::cli::RunArgs;
 use crate::exit::{ExitCode, Fatal};
+use crate::journal::LeaseDir;
 use crate::judge::Candidate;
+use crate::lease_dir::{self, Found};
 use crate::lock;
 use crate::owner::ProcFs;
 use crate::plan::{self, Queue, Slot};
+use crate::preflight::{self, Intent};
 use crate::recover::{self, Attempt};
 use crate::report::{LeaseLine, LineDetail, Outcome, Summary};
-use crate::scan::{self, Scan, ScanError, ScanOptions};
+use crate::scan::{self, Scan, ScanOptions};
 use crate::state::{Access, Loaded};
-use crate::{config, fsio, log, metrics, signals, state};
+use crate::{fsio, log, metrics, signals, state};
 use anyhow::{Context, Result};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -28,15 +33,47 @@ const POLL: Duration = Duration::from_millis(100);
 /// Validated settings of one run.
 struct Run {
     args: RunArgs,
-    lease_dir: PathBuf,
-    state_file: PathBuf,
-    dry_run: bool,
+    target: Target,
+    intent: Intent,
     started: Instant,
     now_unix_ms: u64,
 }
 
+impl Run {
+    fn dry(&self) -> bool {
+        self.intent != Intent::Run
+    }
+}
+
 pub fn run(args: RunArgs) -> Result<ExitCode> {
-    let (lease_dir, state_file) = super::resolve_paths(&args.paths);
+    check_args(&args)?;
+    let intent = if args.check {
+        Intent::Check
+    } else if args.dry_run {
+        Intent::DryRun
+    } else {
+        Intent::Run
+    };
+    let run = Run {
+        target: Target::resolve(&args.paths),
+        args,
+        intent,
+        started: Instant::now(),
+        now_unix_ms: now_unix_ms(),
+    };
+    if matches!(run.target.lease_dir.found, Found::Missing) {
+        return missing_lease_dir(&run);
+    }
+    run.target.check(run.intent)?;
+    if run.dry() {
+        dry_run(&run)
+    } else {
+        sweep(&run)
+    }
+}
+
+/// What no single flag's parser can see (exit 2).
+fn check_args(args: &RunArgs) -> Result<()> {
     if let Some(metrics) = &args.metrics_file
         && !metrics.as_os_str().to_string_lossy().ends_with(".prom")
     {
@@ -49,121 +86,73 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         ));
     }
     args.check_backoff()
-        .map_err(|why| Fatal::error(ExitCode::Usage, why))?;
-    let run = Run {
-        dry_run: args.dry_run || args.check,
-        args,
-        lease_dir,
-        state_file,
-        started: Instant::now(),
-        now_unix_ms: now_unix_ms(),
-    };
-    let Some(resolved) = check_lease_dir(&run.lease_dir)? else {
-        return missing_lease_dir(&run);
-    };
-    if !run.dry_run {
-        check_named_job_leases(&run.lease_dir, &resolved)?;
-    }
-    super::check_state_outside_leases(&run.lease_dir, &run.state_file)?;
-    if run.dry_run {
-        dry_run(&run)
-    } else {
-        if let Some(path) = &run.args.metrics_file {
-            metrics::check_folder(path)?;
-        }
-        sweep(&run, resolved).inspect_err(|error| print_lock_held(&run, error))
-    }
-}
-
-/// The lease directory with symlinks resolved; `None` when it does not
-/// exist (nothing to do). One that exists but is no directory is a
-/// configuration error.
-fn check_lease_dir(lease_dir: &Path) -> Result<Option<PathBuf>> {
-    match std::fs::metadata(lease_dir) {
-        Ok(meta) if !meta.is_dir() => Err(super::not_a_directory(lease_dir)),
-        Ok(_) => std::fs::canonicalize(lease_dir)
-            .map(Some)
-            .map_err(|error| super::unreadable_lease_dir(lease_dir, &error)),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(error) => Err(super::unreadable_lease_dir(lease_dir, &error)),
-    }
-}
-
-/// `rch` finds its journals only as `<state home>/job-leases`, and the child
-/// is pointed at the judged directory through `RCH_STATE_HOME` = its parent;
-/// a directory of another name would send `rch` somewhere else than what
-/// was judged, so a real run refuses it up front.
-fn check_named_job_leases(lease_dir: &Path, resolved: &Path) -> Result<()> {
-    if resolved.file_name() == Some(std::ffi::OsStr::new("job-leases")) {
-        return Ok(());
-    }
-    Err(Fatal::error(
-        ExitCode::Config,
-        format!(
-            "lease directory {} (resolved: {}) is not named job-leases; rch looks for its journals only in <state home>/job-leases, so `rch jobs recover` would not find these. Point --lease-dir / RCH_SWEEP_LEASE_DIR at rch's job-leases folder (a dry run accepts any folder)",
-            lease_dir.display(),
-            resolved.display()
-        ),
-    ))
+        .map_err(|why| Fatal::error(ExitCode::Usage, why))
 }
 
 /// Nothing to do, and nothing created: no state folder, state or lock. A
 /// folder someone named and that does not exist is most likely a typo,
 /// which would otherwise sweep nothing forever, so it earns a warning.
 fn missing_lease_dir(run: &Run) -> Result<ExitCode> {
-    let message = format!(
-        "lease directory {} does not exist; nothing to do",
-        run.lease_dir.display()
-    );
-    if run.args.paths.lease_dir.is_some() {
-        log::warn(format!(
-            "{message} (check --lease-dir / RCH_SWEEP_LEASE_DIR for a typo)"
-        ));
+    let finding = preflight::lease_dir(&run.target.lease_dir, run.intent);
+    if run.target.lease_dir.explicit {
+        log::warn(finding.message());
     } else {
-        log::info(message);
+        log::info(finding.finding);
     }
-    let mut summary = summary(run, Scan::default(), Vec::new(), ExitCode::Success);
-    if !run.dry_run {
-        write_metrics(run, &mut summary, Some(now_unix_ms()));
+    if let Some(path) = &run.args.metrics_file {
+        let finding = preflight::metrics(path);
+        if run.dry() {
+            finding.warn_only();
+        } else {
+            finding.enforce()?;
+        }
+    }
+    let mut summary = summary(run, Scan::default(), Duration::ZERO, Vec::new());
+    if !run.dry() {
+        // A run with nothing to sweep succeeded, though it has no state.
+        write_metrics(run, &mut summary, None, Some(now_unix_ms()));
     }
     print(run, &summary);
     Ok(summary.exit_code)
 }
 
-fn scan_leases(run: &Run) -> Result<Scan> {
+fn open_lease_dir(run: &Run) -> Result<LeaseDir> {
+    run.target
+        .lease_dir
+        .open()
+        .map_err(|error| super::unreadable_lease_dir(&run.target.lease_dir, &error))
+}
+
+fn scan_leases(run: &Run, dir: &LeaseDir) -> Result<(Scan, Duration)> {
     let options = ScanOptions {
         now_unix_ms: run.now_unix_ms,
         stale_after_ms: run.args.stale_after.saturating_mul(1000),
         keep_skipped: run.args.verbose,
     };
-    // The path was checked up front; these cover it changing since.
-    let scan =
-        scan::scan(&run.lease_dir, &options, &ProcFs::system()).map_err(|error| match error {
-            ScanError::NotADirectory => super::not_a_directory(&run.lease_dir),
-            ScanError::Io(error) => super::unreadable_lease_dir(&run.lease_dir, &error),
-        })?;
-    if scan.dir_missing {
-        log::info(format!(
-            "lease directory {} does not exist; nothing to do",
-            run.lease_dir.display()
-        ));
-    }
-    Ok(scan)
+    let started = Instant::now();
+    let scan = scan::scan(dir, &options, &ProcFs::system())
+        .map_err(|error| super::unreadable_lease_dir(&run.target.lease_dir, &error))?;
+    Ok((scan, started.elapsed()))
 }
 
 fn dry_run(run: &Run) -> Result<ExitCode> {
-    let mut backoff = match state::load(&run.state_file, Access::Read)? {
+    if let Some(path) = &run.args.metrics_file {
+        preflight::metrics(path).warn_only();
+    }
+    let dir = open_lease_dir(run)?;
+    let state_file = &run.target.state_file;
+    let mut backoff = match state::load(state_file, Access::Read)? {
         Loaded::Missing => Backoff::empty(),
         Loaded::Valid(backoff) => backoff,
         Loaded::Corrupt(why, _) => {
             log::warn(format!(
                 "state file {} does not parse ({why}); planning without backoff (a real run moves it aside)",
-                run.state_file.display()
+                state_file.display()
             ));
             Backoff::empty()
         }
     };
-    let mut scan = scan_leases(run)?;
+    let (mut scan, scan_duration) = scan_leases(run, &dir)?;
     // The same clamping a real run saves, applied to a copy.
     backoff.prune(&scan.candidates, run.now_unix_ms, backoff_max_ms(run));
     let slots = plan::dry_run(
@@ -184,28 +173,35 @@ fn dry_run(run: &Run) -> Result<ExitCode> {
                 Slot::WouldRecover => Outcome::WouldRecover,
                 Slot::Deferred => Outcome::Deferred,
             };
-            owned_line(candidate, outcome, None, None, &backoff)
+            line(candidate, outcome, None, None, &backoff)
         })
         .collect();
-    let exit_code = if run.args.check && due_now {
-        ExitCode::Failed
-    } else {
-        ExitCode::Success
-    };
-    report(run, scan, leases, exit_code);
-    Ok(exit_code)
+    let mut summary = summary(run, scan, scan_duration, leases);
+    if run.args.check && due_now {
+        summary.exit_code = ExitCode::Failed;
+    }
+    print(run, &summary);
+    Ok(summary.exit_code)
 }
 
-fn sweep(run: &Run, lease_dir: PathBuf) -> Result<ExitCode> {
-    let rch = config::resolve_rch(
-        run.args.rch.as_deref(),
-        std::env::var_os("PATH").as_deref(),
-        std::env::var_os("HOME").as_deref(),
-    )
-    .map_err(|why| Fatal::error(ExitCode::Config, format!("rch client: {why}")))?;
-    // Before the state folder or the lock is created beside it.
-    state::check_path(&run.state_file, Access::Write)?;
-    let state_dir = fsio::parent_dir(&run.state_file);
+/// Takes the lease directory's lock, then the state lock: busy is 75, any
+/// other failure 74. The state folder is created (0700) only once the lease
+/// directory is ours for this run.
+fn acquire_locks(run: &Run, dir: &LeaseDir) -> Result<lock::Lock> {
+    let shown = run.target.lease_dir.display();
+    lease_dir::lock(dir).map_err(|error| match error {
+        lease_dir::LockError::Busy => Fatal::error(
+            ExitCode::Locked,
+            format!(
+                "another rch-sweep is sweeping the lease directory {shown} (perhaps through another path or with another state file); try again when it is done"
+            ),
+        ),
+        lease_dir::LockError::Io(error) => Fatal::error(
+            ExitCode::Io,
+            format!("cannot lock the lease directory {shown}: {error}"),
+        ),
+    })?;
+    let state_dir = fsio::parent_dir(&run.target.state_file);
     fsio::ensure_private_dir(state_dir).map_err(|error| {
         Fatal::error(
             ExitCode::Io,
@@ -215,21 +211,35 @@ fn sweep(run: &Run, lease_dir: PathBuf) -> Result<ExitCode> {
             ),
         )
     })?;
-    let _lock = lock::acquire_for(&run.state_file)?;
-    clean_temps(&run.state_file);
+    lock::acquire_for(&run.target.state_file)
+}
+
+fn sweep(run: &Run) -> Result<ExitCode> {
+    let dir = open_lease_dir(run)?;
+    let _lock = acquire_locks(run, &dir)?;
+    if let Some(path) = &run.args.metrics_file {
+        preflight::metrics(path).enforce()?;
+    }
+    let rch = preflight::rch(
+        run.args.rch.as_deref(),
+        std::env::var_os("PATH").as_deref(),
+        std::env::var_os("HOME").as_deref(),
+    )
+    .map_err(|finding| Fatal::error(finding.code, finding.message()))?;
+    clean_temps(&run.target.state_file);
     if let Some(metrics) = &run.args.metrics_file {
         clean_temps(metrics);
     }
     let mut backoff = load_state(run)?;
     signals::install().context("cannot install signal handlers")?;
 
-    let scan = scan_leases(run)?;
+    let (mut scan, scan_duration) = scan_leases(run, &dir)?;
     let now = run.now_unix_ms;
     backoff.prune(&scan.candidates, now, backoff_max_ms(run));
     let settings = recover::Settings {
         rch,
         socket: run.args.socket.clone(),
-        lease_dir,
+        lease_dir: run.target.lease_dir.resolved.clone(),
         recover_timeout: Duration::from_secs(run.args.recover_timeout),
         kill_grace: Duration::from_secs(run.args.kill_grace),
     };
@@ -240,36 +250,53 @@ fn sweep(run: &Run, lease_dir: PathBuf) -> Result<ExitCode> {
         usize::from(run.args.max_recoveries),
         &settings,
     );
-    let signal = signals::received();
-    let (leases, mut exit_code) = record(run, &scan.candidates, attempts, &mut backoff, signal);
-    if exit_code == ExitCode::Success {
+    let candidates = std::mem::take(&mut scan.candidates);
+    let mut summary = summary(run, scan, scan_duration, Vec::new());
+    record(run, candidates, attempts, &mut backoff, &mut summary);
+    let previous_success = backoff.last_success_unix_ms;
+    if summary.exit_code == ExitCode::Success {
         backoff.last_success_unix_ms = Some(now_unix_ms());
     }
-    if let Err(error) = state::save(&run.state_file, &backoff) {
-        log::error(format!(
-            "cannot write state file {}: {error}; backoff of this run is lost",
-            run.state_file.display()
-        ));
-        exit_code = exit_code.merge(ExitCode::Io);
+    if let Err(error) = state::save(&run.target.state_file, &backoff) {
+        let message = format!(
+            "cannot write state file {}: {error}; the backoff of this run is lost",
+            run.target.state_file.display()
+        );
+        log::error(&message);
+        summary.fail(ExitCode::Io, message);
+        backoff.last_success_unix_ms = previous_success;
     }
-    let mut summary = summary(run, scan, leases, exit_code);
-    write_metrics(run, &mut summary, backoff.last_success_unix_ms);
+    let this_success = backoff.last_success_unix_ms;
+    write_metrics(run, &mut summary, previous_success, this_success);
+    if summary.exit_code != ExitCode::Success && this_success != previous_success {
+        // The metrics could not be written after the state recorded this
+        // run as a success: take that back, so no record says it was one.
+        backoff.last_success_unix_ms = previous_success;
+        if let Err(error) = state::save(&run.target.state_file, &backoff) {
+            log::error(format!(
+                "cannot write state file {}: {error}",
+                run.target.state_file.display()
+            ));
+        }
+    }
+    summary.duration = run.started.elapsed();
     print(run, &summary);
     Ok(summary.exit_code)
 }
 
-/// Records each candidate's attempt in the backoff state and turns it into a
-/// report line; returns the lines in plan order and the run's exit code.
+/// Records each candidate's attempt in the backoff state and turns it into
+/// a report line, in plan order, merging what each outcome means for the
+/// exit code into the summary.
 fn record(
     run: &Run,
-    candidates: &[Candidate],
+    candidates: Vec<Candidate>,
     attempts: Vec<Option<Attempt>>,
     backoff: &mut Backoff,
-    signal: Option<i32>,
-) -> (Vec<LeaseLine>, ExitCode) {
-    let mut exit_code = ExitCode::Success;
+    summary: &mut Summary,
+) {
+    let signal = signals::received();
     let mut leases = Vec::with_capacity(candidates.len());
-    for (candidate, attempt) in candidates.iter().zip(attempts) {
+    for (candidate, attempt) in candidates.into_iter().zip(attempts) {
         let Some(attempt) = attempt else {
             let outcome = if backoff.is_due(&candidate.wrapper_id, run.now_unix_ms) {
                 Outcome::Deferred
@@ -291,8 +318,8 @@ fn record(
             }
             recover::Outcome::Failed(error) => {
                 let base_ms = run.args.backoff_base.saturating_mul(1000);
-                backoff.record_failure(candidate, &error, ended, base_ms, backoff_max_ms(run));
-                exit_code = exit_code.merge(ExitCode::Failed);
+                backoff.record_failure(&candidate, &error, ended, base_ms, backoff_max_ms(run));
+                summary.exit_code = summary.exit_code.merge(ExitCode::Failed);
                 log::error(format!(
                     "recovery of {} on {} failed: {error}",
                     candidate.wrapper_id, candidate.worker_id
@@ -302,23 +329,30 @@ fn record(
             recover::Outcome::Interrupted(error) => {
                 let name = signals::name(signal.unwrap_or(libc::SIGTERM));
                 let error = format!("interrupted by {name}: {error}");
-                backoff.record_interrupted(candidate, &error, ended);
+                backoff.record_interrupted(&candidate, &error, ended);
                 (Outcome::Interrupted, Some(error))
             }
+            recover::Outcome::NotStarted(error) => {
+                // The host's fault: the lease keeps its backoff entry exactly
+                // as it was, and waits for the next run like any deferred one.
+                let message = format!(
+                    "{error}; no further recovery was started and no lease was charged a failure. Fix the rch install (or --rch / RCH_SWEEP_RCH); rch-sweep doctor checks it"
+                );
+                if !summary.errors.contains(&message) {
+                    log::error(&message);
+                }
+                summary.fail(ExitCode::Config, message);
+                (Outcome::Deferred, Some(error))
+            }
         };
-        leases.push(line(
-            candidate,
-            outcome,
-            Some(attempt.duration),
-            error,
-            backoff,
-        ));
+        let duration = (outcome != Outcome::Deferred).then_some(attempt.duration);
+        leases.push(line(candidate, outcome, duration, error, backoff));
     }
     if let Some(signal) = signal {
         warn_stopped(signal, &leases);
-        exit_code = ExitCode::Signal(signal);
+        summary.exit_code = ExitCode::Signal(signal);
     }
-    (leases, exit_code)
+    summary.leases = leases;
 }
 
 /// The warning a stopped run leaves in the log: which signal, and what it
@@ -336,7 +370,9 @@ fn warn_stopped(signal: i32, leases: &[LeaseLine]) {
 }
 
 /// Runs the due candidates through the queue; returns, per candidate index,
-/// the attempt made (None: never started).
+/// the attempt made (None: never started). A signal, or a child that could
+/// not be started at all (a broken `rch` would fail every other one the
+/// same way), stops further starts; running recoveries finish.
 fn execute(
     due: Vec<(usize, Candidate)>,
     candidates: usize,
@@ -390,6 +426,9 @@ fn execute(
                 Ok((index, worker_id, attempt)) => {
                     running -= 1;
                     queue.finished(&worker_id);
+                    if matches!(attempt.outcome, recover::Outcome::NotStarted(_)) {
+                        queue.stop();
+                    }
                     attempts[index] = Some(attempt);
                 }
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
@@ -401,7 +440,7 @@ fn execute(
 }
 
 fn load_state(run: &Run) -> Result<Backoff> {
-    let path = &run.state_file;
+    let path = &run.target.state_file;
     match state::load(path, Access::Write)? {
         Loaded::Missing => Ok(Backoff::empty()),
         Loaded::Valid(backoff) => Ok(backoff),
@@ -442,18 +481,10 @@ fn clean_temps(path: &Path) {
     }
 }
 
+/// A candidate's report line, with its backoff entry as it stands now. The
+/// candidate moves into the line: memory grows with the candidates, so
+/// each is held once.
 fn line(
-    candidate: &Candidate,
-    outcome: Outcome,
-    duration: Option<Duration>,
-    error: Option<String>,
-    backoff: &Backoff,
-) -> LeaseLine {
-    owned_line(candidate.clone(), outcome, duration, error, backoff)
-}
-
-/// [`line`] for a candidate that is no longer needed elsewhere.
-fn owned_line(
     candidate: Candidate,
     outcome: Outcome,
     duration: Option<Duration>,
@@ -470,23 +501,21 @@ fn owned_line(
     LeaseLine::new(candidate, outcome, detail)
 }
 
-fn summary(run: &Run, scan: Scan, leases: Vec<LeaseLine>, exit_code: ExitCode) -> Summary {
+fn summary(run: &Run, scan: Scan, scan_duration: Duration, leases: Vec<LeaseLine>) -> Summary {
     Summary {
-        dry_run: run.dry_run,
-        lease_dir: run.lease_dir.clone(),
-        state_file: run.state_file.clone(),
+        dry_run: run.dry(),
+        lease_dir: run.target.lease_dir.resolved.clone(),
+        state_file: run.target.state_file.clone(),
         now_unix_ms: run.now_unix_ms,
         duration: run.started.elapsed(),
+        scan_duration,
         scanned: scan.scanned,
         skipped: scan.skipped,
         leases,
         skipped_list: scan.skipped_list,
-        exit_code,
+        exit_code: ExitCode::Success,
+        errors: Vec::new(),
     }
-}
-
-fn report(run: &Run, scan: Scan, leases: Vec<LeaseLine>, exit_code: ExitCode) {
-    print(run, &summary(run, scan, leases, exit_code));
 }
 
 fn print(run: &Run, summary: &Summary) {
@@ -503,33 +532,27 @@ fn print(run: &Run, summary: &Summary) {
 }
 
 /// Writes the metrics file when one was asked for; failing to is an I/O
-/// error of the run (74), reported but not fatal to what was recorded.
-fn write_metrics(run: &Run, summary: &mut Summary, last_success_unix_ms: Option<u64>) {
-    if let Some(path) = &run.args.metrics_file
-        && let Err(error) = metrics::write(path, summary, last_success_unix_ms)
-    {
-        log::error(format!(
-            "cannot write metrics file {}: {error}",
-            path.display()
-        ));
-        summary.exit_code = summary.exit_code.merge(ExitCode::Io);
-    }
-}
-
-/// With `--json`, a run that found the lock held still prints one document
-/// (SPEC "JSON summary"), so `rch-sweep --json | jq` never reads empty input.
-/// The error itself is reported by `main`, as for any other run.
-fn print_lock_held(run: &Run, error: &anyhow::Error) {
-    use std::io::Write;
-    if !run.args.json || crate::exit::code_of(error) != ExitCode::Locked {
+/// error of the run (74), reported but not fatal to what was recorded. The
+/// last success it reports is this run's only when the run exits 0.
+fn write_metrics(
+    run: &Run,
+    summary: &mut Summary,
+    previous_success: Option<u64>,
+    this_success: Option<u64>,
+) {
+    let Some(path) = &run.args.metrics_file else {
         return;
+    };
+    let last_success = if summary.exit_code == ExitCode::Success {
+        this_success
+    } else {
+        previous_success
+    };
+    if let Err(error) = metrics::write(path, summary, last_success) {
+        let message = format!("cannot write metrics file {}: {error}", path.display());
+        log::error(&message);
+        summary.fail(ExitCode::Io, message);
     }
-    let document = serde_json::json!({
-        "version": 1,
-        "exit_code": ExitCode::Locked.code(),
-        "error": format!("{error:#}"),
-    });
-    let _ = writeln!(std::io::stdout().lock(), "{document}");
 }
 
 fn backoff_max_ms(run: &Run) -> u64 {

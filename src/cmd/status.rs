@@ -4,19 +4,22 @@
 use crate::backoff::{Backoff, now_unix_ms};
 use crate::cli::StatusArgs;
 use crate::exit::ExitCode;
+use crate::preflight::Intent;
 use crate::report::span;
 use crate::state;
 use anyhow::Result;
 use std::io::Write;
+use std::path::Path;
 
 pub fn run(args: StatusArgs) -> Result<ExitCode> {
-    let (lease_dir, state_file) = super::resolve_paths(&args.paths);
-    super::check_state_outside_leases(&lease_dir, &state_file)?;
+    let target = super::Target::resolve(&args.paths);
+    target.check(Intent::Read)?;
+    let state_file = target.state_file;
     let backoff =
         state::load_existing(&state_file, state::Access::Read)?.unwrap_or_else(Backoff::empty);
     let now = now_unix_ms();
     let text = if args.json {
-        json(&backoff, now)
+        json(&backoff, now, &state_file)
     } else {
         // Stored errors came from children: never print them raw.
         crate::log::printable(&human(&backoff, now, &state_file.display().to_string())).into_owned()
@@ -25,8 +28,9 @@ pub fn run(args: StatusArgs) -> Result<ExitCode> {
     Ok(ExitCode::Success)
 }
 
-/// The state file's `leases` object, each entry with `due` added.
-fn json(backoff: &Backoff, now: u64) -> String {
+/// SPEC's document: `{"version": 1, "state_file", "leases"}`, the leases
+/// as the state file holds them, each entry with `due` added.
+fn json(backoff: &Backoff, now: u64, state_file: &Path) -> String {
     let leases: serde_json::Map<String, serde_json::Value> = backoff
         .leases
         .iter()
@@ -38,7 +42,12 @@ fn json(backoff: &Backoff, now: u64) -> String {
             (id.clone(), value)
         })
         .collect();
-    format!("{}\n", serde_json::Value::Object(leases))
+    let document = serde_json::json!({
+        "version": 1,
+        "state_file": state_file.to_string_lossy(),
+        "leases": leases,
+    });
+    format!("{document}\n")
 }
 
 fn human(backoff: &Backoff, now: u64, path: &str) -> String {
@@ -60,8 +69,40 @@ fn human(backoff: &Backoff, now: u64, path: &str) -> String {
             if entry.failures == 1 { "" } else { "s" },
         ));
         if let Some(error) = &entry.last_error {
-            out.push_str(&format!("    last error: {error}\n"));
+            out.push_str(&indented("    last error: ", error));
         }
     }
     out
+}
+
+/// `error` after `label`, each further line of it indented under the
+/// first, so a multi-line error (a child's stderr tail) stays under its
+/// entry rather than reading like the next one.
+fn indented(label: &str, error: &str) -> String {
+    let pad = " ".repeat(label.len());
+    let mut out = String::new();
+    for (index, line) in error.lines().enumerate() {
+        out.push_str(if index == 0 { label } else { &pad });
+        out.push_str(line);
+        out.push('\n');
+    }
+    if out.is_empty() {
+        out.push_str(label.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_line_of_an_error_stays_under_its_entry() {
+        assert_eq!(
+            indented("    last error: ", "exit status: 1: first\nsecond\n third"),
+            "    last error: exit status: 1: first\n                second\n                 third\n"
+        );
+        assert_eq!(indented("    last error: ", ""), "    last error:\n");
+    }
 }

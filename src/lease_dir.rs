@@ -1,0 +1,248 @@
+//! The lease directory's one identity, resolved once at start.
+//!
+//! Everything a run derives from the lease directory (the child's
+//! `RCH_STATE_HOME`, the default state path, the lease-directory lock, the
+//! metrics label) must name the very directory that was judged, however it
+//! was reached: `--lease-dir .` from inside it, a symlink, a path with `..`.
+//! So the path is resolved as `realpath` does, once, and the resolved path is
+//! what the rest of the run uses; messages name the path as given and, when
+//! it differs, the resolved one.
+
+use crate::config;
+use crate::journal::LeaseDir;
+use std::ffi::OsStr;
+use std::io;
+use std::os::fd::AsRawFd;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+/// The name rch gives its lease directory under its state home.
+pub const JOB_LEASES: &str = "job-leases";
+
+/// What stands at the lease directory's path.
+#[derive(Debug)]
+pub enum Found {
+    /// Nothing: nothing to sweep (yet).
+    Missing,
+    /// A directory, owned by `uid`.
+    Directory { uid: u32 },
+    /// Something that is not a directory.
+    NotADirectory,
+    /// It could not be looked at.
+    Unreadable(io::Error),
+}
+
+/// The lease directory of one command.
+#[derive(Debug)]
+pub struct Identity {
+    /// As given by `--lease-dir` / `RCH_SWEEP_LEASE_DIR`, or rch's default.
+    pub given: PathBuf,
+    /// Named explicitly (a typo there would sweep nothing forever).
+    pub explicit: bool,
+    /// Absolute, with symlinks, `.` and `..` resolved; a missing directory
+    /// is made absolute without resolving.
+    pub resolved: PathBuf,
+    pub found: Found,
+}
+
+impl Identity {
+    /// Resolves the lease directory a command was given (`None`: rch's own
+    /// default, from the environment).
+    pub fn resolve(given: Option<&Path>) -> Identity {
+        let explicit = given.is_some();
+        let given = given
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| config::default_lease_dir(config::process_env));
+        let absolute = || std::path::absolute(&given).unwrap_or_else(|_| given.clone());
+        let (resolved, found) = match std::fs::canonicalize(&given) {
+            Ok(resolved) => {
+                let found = match std::fs::metadata(&resolved) {
+                    Ok(meta) if meta.is_dir() => Found::Directory { uid: meta.uid() },
+                    Ok(_) => Found::NotADirectory,
+                    Err(error) => Found::Unreadable(error),
+                };
+                (resolved, found)
+            }
+            Err(error) if error.kind() == io::ErrorKind::NotFound => (absolute(), Found::Missing),
+            Err(error) if error.raw_os_error() == Some(libc::ENOTDIR) => {
+                (absolute(), Found::NotADirectory)
+            }
+            Err(error) => (absolute(), Found::Unreadable(error)),
+        };
+        Identity {
+            given,
+            explicit,
+            resolved,
+            found,
+        }
+    }
+
+    /// The path for messages: as given, plus the resolved one when they
+    /// differ, so an operator recognises what they typed and sees what it
+    /// reached.
+    pub fn display(&self) -> String {
+        if self.given == self.resolved {
+            self.given.display().to_string()
+        } else {
+            format!(
+                "{} (resolved: {})",
+                self.given.display(),
+                self.resolved.display()
+            )
+        }
+    }
+
+    /// rch's state home for this directory: what the child is handed as
+    /// `RCH_STATE_HOME`, so rch resolves exactly this lease directory.
+    pub fn state_home(&self) -> &Path {
+        match self.resolved.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => parent,
+            _ => &self.resolved,
+        }
+    }
+
+    /// The state file used when none is named: beside rch's own state,
+    /// derived from the resolved path.
+    pub fn default_state_file(&self) -> PathBuf {
+        config::default_state_file(&self.resolved)
+    }
+
+    /// Whether the resolved directory carries the name rch gives it; a real
+    /// run refuses any other, since `rch` would look elsewhere.
+    pub fn named_job_leases(&self) -> bool {
+        self.resolved.file_name() == Some(OsStr::new(JOB_LEASES))
+    }
+
+    /// The owner, when it is a directory.
+    pub fn owner(&self) -> Option<u32> {
+        match self.found {
+            Found::Directory { uid } => Some(uid),
+            _ => None,
+        }
+    }
+
+    /// Opens the resolved directory for listing and reading journals.
+    pub fn open(&self) -> io::Result<LeaseDir> {
+        LeaseDir::open(&self.resolved)
+    }
+
+    /// A `job-leases` folder inside a lease directory that holds no
+    /// journal: the operator most likely named rch's state home instead of
+    /// its lease directory. Costs one `lstat` unless such a folder exists.
+    pub fn nested_job_leases(&self) -> Option<PathBuf> {
+        self.owner()?;
+        let nested = self.resolved.join(JOB_LEASES);
+        if !std::fs::symlink_metadata(&nested).is_ok_and(|meta| meta.is_dir()) {
+            return None;
+        }
+        let mut entries = std::fs::read_dir(&self.resolved).ok()?;
+        let holds_journal = entries
+            .any(|entry| entry.is_ok_and(|entry| entry.file_name().as_bytes().ends_with(b".json")));
+        (!holds_journal).then_some(nested)
+    }
+}
+
+/// Why the lease directory could not be locked.
+#[derive(Debug)]
+pub enum LockError {
+    /// Another sweep holds it.
+    Busy,
+    Io(io::Error),
+}
+
+/// Takes a non-blocking exclusive `flock` on the open lease directory
+/// itself, held as long as `dir` stays open. No file is created in rch's
+/// directory; two sweeps that reach it by different paths or with
+/// different state files still meet on the same inode.
+pub fn lock(dir: &LeaseDir) -> Result<(), LockError> {
+    // SAFETY: the descriptor is open for the lifetime of `dir`.
+    let rc = unsafe { libc::flock(dir.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if rc == 0 {
+        return Ok(());
+    }
+    let error = io::Error::last_os_error();
+    if error.raw_os_error() == Some(libc::EWOULDBLOCK) {
+        Err(LockError::Busy)
+    } else {
+        Err(LockError::Io(error))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_relative_alias_resolves_to_one_directory() {
+        let world = tempfile::tempdir().expect("tempdir");
+        let real = world.path().join("state/job-leases");
+        std::fs::create_dir_all(&real).expect("mkdir");
+        std::os::unix::fs::symlink(&real, world.path().join("alias")).expect("symlink");
+        let real = std::fs::canonicalize(&real).expect("canonical");
+        for given in [
+            world.path().join("alias"),
+            world.path().join("state/../state/job-leases/."),
+        ] {
+            let identity = Identity::resolve(Some(&given));
+            assert_eq!(identity.resolved, real);
+            assert!(identity.named_job_leases());
+            assert!(matches!(identity.found, Found::Directory { .. }));
+            assert_eq!(identity.state_home(), real.parent().expect("parent"));
+            assert_eq!(
+                identity.default_state_file(),
+                real.parent()
+                    .expect("parent")
+                    .join("rch-sweep/backoff.json")
+            );
+            assert!(identity.display().contains("(resolved: "));
+        }
+        let plain = Identity::resolve(Some(&real));
+        assert_eq!(plain.display(), real.display().to_string());
+    }
+
+    #[test]
+    fn a_missing_directory_is_made_absolute_and_a_file_is_no_directory() {
+        let world = tempfile::tempdir().expect("tempdir");
+        let missing = Identity::resolve(Some(&world.path().join("absent/job-leases")));
+        assert!(matches!(missing.found, Found::Missing));
+        assert!(missing.resolved.is_absolute());
+        assert_eq!(missing.owner(), None);
+        let file = world.path().join("file");
+        std::fs::write(&file, "").expect("write");
+        for given in [file.clone(), file.join("below")] {
+            assert!(matches!(
+                Identity::resolve(Some(&given)).found,
+                Found::NotADirectory
+            ));
+        }
+    }
+
+    #[test]
+    fn a_state_home_named_instead_of_its_lease_directory_is_recognised() {
+        let world = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir(world.path().join("job-leases")).expect("mkdir");
+        let identity = Identity::resolve(Some(world.path()));
+        assert_eq!(
+            identity.nested_job_leases(),
+            Some(identity.resolved.join("job-leases"))
+        );
+        std::fs::write(world.path().join("rchw-x.json"), "{}").expect("write");
+        assert_eq!(identity.nested_job_leases(), None);
+    }
+
+    #[test]
+    fn the_lock_is_held_until_the_directory_is_closed() {
+        let world = tempfile::tempdir().expect("tempdir");
+        let identity = Identity::resolve(Some(world.path()));
+        let first = identity.open().expect("open");
+        lock(&first).expect("first lock");
+        // A second open file description, as a second sweep would have.
+        let second = Identity::resolve(Some(&world.path().join(".")))
+            .open()
+            .expect("open");
+        assert!(matches!(lock(&second), Err(LockError::Busy)));
+        drop(first);
+        lock(&second).expect("free once the first is closed");
+    }
+}

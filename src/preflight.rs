@@ -1,0 +1,616 @@
+//! What a host must offer before a sweep may touch anything: the checks that
+//! `run`, `forget` and `doctor` share.
+//!
+//! Each check looks (never writes) and returns a [`Finding`]: ok, warn or
+//! fail, one line of finding and one line of fix, and the exit code a run
+//! ends with when it fails. `run` and `forget` turn the first failing
+//! finding into their exit code and print warnings; `doctor` prints them
+//! all. Because both come from these functions, a run refuses exactly what
+//! `doctor` reports as `fail`.
+
+use crate::account;
+use crate::config;
+use crate::exit::{ExitCode, Fatal};
+use crate::fsio::{self, Existing};
+use crate::lease_dir::{Found, Identity};
+use crate::lock;
+use crate::state::{self, Access};
+use std::ffi::OsStr;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+/// The checks of `doctor`, in the order it runs them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Check {
+    LeaseDir,
+    State,
+    Lock,
+    Rch,
+    Metrics,
+    Journals,
+}
+
+impl Check {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Check::LeaseDir => "lease_dir",
+            Check::State => "state",
+            Check::Lock => "lock",
+            Check::Rch => "rch",
+            Check::Metrics => "metrics",
+            Check::Journals => "journals",
+        }
+    }
+}
+
+/// How a check came out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Status {
+    Ok,
+    Warn,
+    Fail,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Warn => "warn",
+            Status::Fail => "fail",
+        }
+    }
+}
+
+/// One check's result.
+#[derive(Debug)]
+pub struct Finding {
+    pub check: Check,
+    pub status: Status,
+    /// The exit code a run ends with when this check fails.
+    pub code: ExitCode,
+    pub finding: String,
+    /// What to do about it (None when ok).
+    pub fix: Option<String>,
+}
+
+impl Finding {
+    pub fn ok(check: Check, finding: impl Into<String>) -> Finding {
+        Finding {
+            check,
+            status: Status::Ok,
+            code: ExitCode::Success,
+            finding: finding.into(),
+            fix: None,
+        }
+    }
+
+    pub fn warn(check: Check, finding: impl Into<String>, fix: impl Into<String>) -> Finding {
+        Finding {
+            check,
+            status: Status::Warn,
+            code: ExitCode::Success,
+            finding: finding.into(),
+            fix: Some(fix.into()),
+        }
+    }
+
+    pub fn fail(
+        check: Check,
+        code: ExitCode,
+        finding: impl Into<String>,
+        fix: impl Into<String>,
+    ) -> Finding {
+        Finding {
+            check,
+            status: Status::Fail,
+            code,
+            finding: finding.into(),
+            fix: Some(fix.into()),
+        }
+    }
+
+    /// The finding and its fix as one message line.
+    pub fn message(&self) -> String {
+        match &self.fix {
+            Some(fix) => format!("{}; {fix}", self.finding),
+            None => self.finding.clone(),
+        }
+    }
+
+    /// For a command that stops at the first failure: a failing finding
+    /// becomes the error that ends it with the check's exit code; a warning
+    /// is printed; ok is silent.
+    pub fn enforce(self) -> anyhow::Result<()> {
+        match self.status {
+            Status::Ok => Ok(()),
+            Status::Warn => {
+                crate::log::warn(self.message());
+                Ok(())
+            }
+            Status::Fail => Err(Fatal::error(self.code, self.message())),
+        }
+    }
+
+    /// Like [`Finding::enforce`], but a warning is left unsaid: for checks
+    /// whose warnings only `doctor` reports (a state folder a run creates).
+    pub fn refuse(self) -> anyhow::Result<()> {
+        match self.status {
+            Status::Fail => Err(Fatal::error(self.code, self.message())),
+            Status::Ok | Status::Warn => Ok(()),
+        }
+    }
+
+    /// For a dry run, which makes a real run's checks but acts on none: a
+    /// failure or a warning is printed as a warning.
+    pub fn warn_only(self) {
+        match self.status {
+            Status::Ok => {}
+            Status::Warn => crate::log::warn(self.message()),
+            Status::Fail => crate::log::warn(format!(
+                "a real run would stop here (exit {}): {}",
+                self.code.code(),
+                self.message()
+            )),
+        }
+    }
+}
+
+/// What the command at hand is about to do, which decides what it refuses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Intent {
+    /// A real run: recovers with this user's keys, writes state, locks.
+    Run,
+    /// `--check`: a dry run whose answer a monitor acts on.
+    Check,
+    /// `--dry-run`: judges and plans only.
+    DryRun,
+    /// `forget`: rewrites the state under its lock.
+    Forget,
+    /// `doctor`: reports what a real run would meet.
+    Doctor,
+    /// `status`, `explain`: read only.
+    Read,
+}
+
+impl Intent {
+    /// Writes the state file and its lock (doctor reports as if it would).
+    fn writes_state(self) -> bool {
+        matches!(self, Intent::Run | Intent::Forget | Intent::Doctor)
+    }
+
+    /// Acts for the lease directory's owner, so refuses any other user: a
+    /// run's recoveries use this user's keys; `--check` run by a monitor's
+    /// own account would judge every journal foreign and always pass;
+    /// `forget` would rewrite another user's state.
+    fn owner_only(self) -> bool {
+        matches!(
+            self,
+            Intent::Run | Intent::Check | Intent::Forget | Intent::Doctor
+        )
+    }
+
+    /// Hands the directory to `rch`, which finds it only as
+    /// `<state home>/job-leases`.
+    fn needs_rch_name(self) -> bool {
+        matches!(self, Intent::Run | Intent::Doctor)
+    }
+}
+
+/// The lease directory: a directory a run may use, owned by this user.
+pub fn lease_dir(identity: &Identity, intent: Intent) -> Finding {
+    let shown = identity.display();
+    let check = Check::LeaseDir;
+    let uid = match &identity.found {
+        Found::Missing => {
+            return Finding::warn(
+                check,
+                format!("lease directory {shown} does not exist; nothing to sweep yet"),
+                if identity.explicit {
+                    "check --lease-dir / RCH_SWEEP_LEASE_DIR for a typo; rch creates the folder on its first build"
+                } else {
+                    "nothing to do: rch creates the folder on its first build"
+                },
+            );
+        }
+        Found::NotADirectory => {
+            return Finding::fail(
+                check,
+                ExitCode::Config,
+                format!("lease directory {shown} is not a directory"),
+                "point --lease-dir / RCH_SWEEP_LEASE_DIR at rch's job-leases folder",
+            );
+        }
+        Found::Unreadable(error) => {
+            return Finding::fail(
+                check,
+                ExitCode::Io,
+                format!("cannot read lease directory {shown}: {error}"),
+                "check its permissions and the disk",
+            );
+        }
+        Found::Directory { uid } => *uid,
+    };
+    if intent.needs_rch_name() && !identity.named_job_leases() {
+        return Finding::fail(
+            check,
+            ExitCode::Config,
+            format!(
+                "lease directory {} (resolved: {}) is not named job-leases; rch looks for its journals only in <state home>/job-leases, so `rch jobs recover` would not find these",
+                identity.given.display(),
+                identity.resolved.display()
+            ),
+            "point --lease-dir / RCH_SWEEP_LEASE_DIR at rch's job-leases folder (a dry run accepts any folder)",
+        );
+    }
+    let euid = account::euid();
+    if uid != euid {
+        let owner = account::describe(uid);
+        let login = account::login(uid);
+        let how = format!(
+            "run it as its owner: `runuser -u {login} -- rch-sweep ...`, or enable the `rch-sweep@{login}.timer` unit"
+        );
+        return if intent.owner_only() {
+            Finding::fail(
+                check,
+                ExitCode::Config,
+                format!(
+                    "lease directory {shown} belongs to {owner}, not to {} who runs this; the sweep acts only for the directory's owner, since a recovery runs with the keys and sockets of the user running it",
+                    account::describe(euid)
+                ),
+                how,
+            )
+        } else {
+            Finding::warn(
+                check,
+                format!(
+                    "lease directory {shown} belongs to {owner}: its journals are judged as {}, so they show as foreign_owner",
+                    account::describe(euid)
+                ),
+                how,
+            )
+        };
+    }
+    if let Some(nested) = identity.nested_job_leases() {
+        return Finding::warn(
+            check,
+            format!(
+                "lease directory {shown} holds no journal but a job-leases folder: {}",
+                nested.display()
+            ),
+            format!(
+                "point --lease-dir / RCH_SWEEP_LEASE_DIR at {} (you named rch's state home)",
+                nested.display()
+            ),
+        );
+    }
+    Finding::ok(
+        check,
+        format!("{shown}, owned by {}", account::describe(uid)),
+    )
+}
+
+/// The state path (and the lock beside it) a command may read or replace:
+/// never inside the lease directory, a regular file if anything, this
+/// user's when written, in a folder no other user can write.
+pub fn state_path(identity: &Identity, state_file: &Path, intent: Intent) -> Finding {
+    let check = Check::State;
+    if is_inside(&identity.resolved, state_file) {
+        return Finding::fail(
+            check,
+            ExitCode::Config,
+            format!(
+                "state file {} is inside the lease directory {}; rch-sweep keeps its state beside rch's journals, never among them",
+                state_file.display(),
+                identity.display()
+            ),
+            "drop --state-file / RCH_SWEEP_STATE_FILE to use the default <parent of the lease dir>/rch-sweep/backoff.json",
+        );
+    }
+    let access = if intent.writes_state() {
+        Access::Write
+    } else {
+        Access::Read
+    };
+    for (what, path) in [
+        ("state file", state_file.to_path_buf()),
+        ("lock file", lock::lock_path(state_file)),
+    ] {
+        let refuse = |kind: &str| {
+            Finding::fail(
+                check,
+                ExitCode::Io,
+                format!(
+                    "{what} {} is {kind}; rch-sweep reads and replaces only a regular file of its own, so it left it as it is",
+                    path.display()
+                ),
+                "move it away, or point --state-file / RCH_SWEEP_STATE_FILE elsewhere",
+            )
+        };
+        match fsio::existing(&path) {
+            Ok(Existing::Missing | Existing::Ours(_)) => {}
+            Ok(Existing::Foreign(_)) if access == Access::Read => {}
+            Ok(Existing::Foreign(_)) => return refuse("owned by another user"),
+            Ok(Existing::Other(kind)) => return refuse(kind),
+            Err(error) => {
+                return Finding::fail(
+                    check,
+                    ExitCode::Io,
+                    format!("cannot look at {what} {}: {error}", path.display()),
+                    "check the permissions of its folder",
+                );
+            }
+        }
+    }
+    let folder = fsio::parent_dir(state_file);
+    match std::fs::metadata(folder) {
+        Ok(meta) if intent.writes_state() && !folder_trusted(meta.uid(), meta.mode()) => {
+            Finding::fail(
+                check,
+                ExitCode::Io,
+                format!(
+                    "state folder {} belongs to {} with mode {:04o}; it holds the lock and the state, so a folder another user owns or can write to could swap them under a sweep",
+                    folder.display(),
+                    account::describe(meta.uid()),
+                    meta.mode() & 0o7777
+                ),
+                format!(
+                    "make it yours and private (as its owner or root: chown {} {} && chmod 0700 {}), or point --state-file / RCH_SWEEP_STATE_FILE into a folder of your own",
+                    account::login(account::euid()),
+                    folder.display(),
+                    folder.display()
+                ),
+            )
+        }
+        Ok(meta) if !meta.is_dir() => Finding::fail(
+            check,
+            ExitCode::Io,
+            format!("state folder {} is not a directory", folder.display()),
+            "point --state-file / RCH_SWEEP_STATE_FILE into a folder",
+        ),
+        Ok(_) => Finding::ok(check, format!("{}", state_file.display())),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Finding::warn(
+            check,
+            format!("state folder {} does not exist yet", folder.display()),
+            "nothing to do: a run creates it (mode 0700)",
+        ),
+        Err(error) => Finding::fail(
+            check,
+            ExitCode::Io,
+            format!("cannot look at state folder {}: {error}", folder.display()),
+            "check the permissions of the folders above it",
+        ),
+    }
+}
+
+/// A folder another user could write to lets them replace the lock or the
+/// state: it must be this user's or root's, and not writable by group or
+/// others unless sticky (as `/tmp` is, where only owners may rename).
+pub fn folder_trusted(uid: u32, mode: u32) -> bool {
+    let owner_ok = uid == account::euid() || uid == 0;
+    let shared_write = mode & 0o022 != 0;
+    let sticky = mode & libc::S_ISVTX != 0;
+    owner_ok && (!shared_write || sticky)
+}
+
+/// Whether `state_file` names the lease directory or a path inside it,
+/// compared with symlinks resolved both through its final component and
+/// short of it, so no alias gets past.
+fn is_inside(lease_dir: &Path, state_file: &Path) -> bool {
+    let inside = |resolved: std::io::Result<PathBuf>| {
+        resolved.is_ok_and(|state| state.starts_with(lease_dir))
+    };
+    inside(fsio::resolve(state_file, false)) || inside(fsio::resolve(state_file, true))
+}
+
+/// The state file's content, as a run would load it: an unknown version is
+/// refused (78); one that does not parse is moved aside by a run (warn).
+pub fn state_content(state_file: &Path, intent: Intent) -> Finding {
+    let check = Check::State;
+    let access = if intent.writes_state() {
+        Access::Write
+    } else {
+        Access::Read
+    };
+    match state::load(state_file, access) {
+        Ok(state::Loaded::Missing) => Finding::ok(
+            check,
+            format!("{} (none yet: no lease backing off)", state_file.display()),
+        ),
+        Ok(state::Loaded::Valid(backoff)) => Finding::ok(
+            check,
+            format!(
+                "{} ({} lease{} backing off or retried)",
+                state_file.display(),
+                backoff.leases.len(),
+                if backoff.leases.len() == 1 { "" } else { "s" }
+            ),
+        ),
+        Ok(state::Loaded::Corrupt(why, _)) => Finding::warn(
+            check,
+            format!("state file {} does not parse ({why})", state_file.display()),
+            "nothing to do: a run moves it aside and starts with empty backoff",
+        ),
+        Err(error) => Finding::fail(
+            check,
+            crate::exit::code_of(&error),
+            format!("{error:#}"),
+            "see the message",
+        ),
+    }
+}
+
+/// Where `rch` is, found as `execvp` would find it; the failing finding
+/// when it is nowhere this user may run it.
+pub fn rch(
+    explicit: Option<&Path>,
+    path_var: Option<&OsStr>,
+    home: Option<&OsStr>,
+) -> Result<PathBuf, Finding> {
+    config::resolve_rch(explicit, path_var, home).map_err(|why| {
+        Finding::fail(
+            Check::Rch,
+            ExitCode::Config,
+            format!("rch client: {}", why.finding),
+            why.fix,
+        )
+    })
+}
+
+/// The metrics file a run will replace: its folder must exist and be
+/// writable, and the path must be absent or this user's own regular file.
+pub fn metrics(path: &Path) -> Finding {
+    let check = Check::Metrics;
+    let folder = fsio::parent_dir(path);
+    let fail = |finding: String, fix: String| Finding::fail(check, ExitCode::Io, finding, fix);
+    match std::fs::metadata(folder) {
+        Ok(meta) if !meta.is_dir() => {
+            return fail(
+                format!(
+                    "--metrics-file {}: {} is not a directory",
+                    path.display(),
+                    folder.display()
+                ),
+                "point --metrics-file / RCH_SWEEP_METRICS_FILE into node_exporter's textfile directory".into(),
+            );
+        }
+        Ok(_) => {
+            if let Err(error) = fsio::may_write_into(folder) {
+                return fail(
+                    format!(
+                        "--metrics-file {}: cannot write into {} ({error})",
+                        path.display(),
+                        folder.display()
+                    ),
+                    "give this user write access to it (e.g. a group-writable textfile directory) or point --metrics-file elsewhere".into(),
+                );
+            }
+        }
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            return fail(
+                format!(
+                    "--metrics-file {}: its folder {} does not exist",
+                    path.display(),
+                    folder.display()
+                ),
+                format!(
+                    "create it (install -d -m 0755 {}) or point --metrics-file / RCH_SWEEP_METRICS_FILE into node_exporter's textfile directory",
+                    folder.display()
+                ),
+            );
+        }
+        Err(error) => {
+            return fail(
+                format!(
+                    "--metrics-file {}: cannot look at {}: {error}",
+                    path.display(),
+                    folder.display()
+                ),
+                "check the permissions of the folders above it".into(),
+            );
+        }
+    }
+    let not_ours = |what: &str| {
+        fail(
+            format!(
+                "--metrics-file {} is {what}; rch-sweep replaces only a regular file of its own, so it left it as it is",
+                path.display()
+            ),
+            "move it away, or point --metrics-file / RCH_SWEEP_METRICS_FILE at a path of your own"
+                .into(),
+        )
+    };
+    match std::fs::symlink_metadata(path) {
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Finding::ok(
+            check,
+            format!("{} (written by the first run, mode 0644)", path.display()),
+        ),
+        Err(error) => fail(
+            format!(
+                "--metrics-file {}: cannot look at it: {error}",
+                path.display()
+            ),
+            "check the permissions of its folder".into(),
+        ),
+        Ok(meta) if !meta.is_file() => not_ours(fsio::kind_name(meta.file_type())),
+        Ok(meta) if meta.uid() != account::euid() => not_ours("owned by another user"),
+        Ok(meta) if meta.mode() & 0o004 == 0 => Finding::warn(
+            check,
+            format!(
+                "--metrics-file {} has mode {:04o}: node_exporter, running as another user, cannot read it",
+                path.display(),
+                meta.mode() & 0o7777
+            ),
+            "nothing to do if a run follows: every run writes it 0644; otherwise chmod 0644 it",
+        ),
+        Ok(_) => Finding::ok(check, path.display().to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_folder_is_trusted_when_ours_or_roots_and_not_shared_unless_sticky() {
+        let me = account::euid();
+        assert!(folder_trusted(me, 0o40700));
+        assert!(folder_trusted(0, 0o40755));
+        assert!(folder_trusted(0, 0o41777), "sticky, like /tmp");
+        assert!(!folder_trusted(0, 0o40777));
+        assert!(!folder_trusted(me, 0o40770));
+        assert!(!folder_trusted(me, 0o40702));
+        if me != 4_000_000 {
+            assert!(!folder_trusted(4_000_000, 0o40700), "another user's");
+        }
+    }
+
+    #[test]
+    fn findings_become_errors_with_their_code_and_fix() {
+        let fail = Finding::fail(Check::State, ExitCode::Io, "broken", "mend it");
+        let error = fail.enforce().expect_err("fails");
+        assert_eq!(crate::exit::code_of(&error), ExitCode::Io);
+        assert_eq!(error.to_string(), "broken; mend it");
+        assert!(Finding::warn(Check::Lock, "held", "wait").enforce().is_ok());
+        assert!(Finding::ok(Check::Rch, "/usr/bin/rch").enforce().is_ok());
+    }
+
+    #[test]
+    fn a_state_path_inside_the_lease_directory_is_a_configuration_error() {
+        let world = tempfile::tempdir().expect("tempdir");
+        let leases = world.path().join("job-leases");
+        std::fs::create_dir(&leases).expect("mkdir");
+        let identity = Identity::resolve(Some(&leases));
+        for state in [leases.join("x/backoff.json"), leases.clone()] {
+            let finding = state_path(&identity, &state, Intent::Read);
+            assert_eq!(
+                (finding.status, finding.code),
+                (Status::Fail, ExitCode::Config)
+            );
+        }
+        let beside = state_path(&identity, &world.path().join("s/b.json"), Intent::Run);
+        assert_eq!(beside.status, Status::Warn, "{beside:?}");
+    }
+
+    #[test]
+    fn the_metrics_path_must_be_a_writable_folders_own_regular_file() {
+        let world = tempfile::tempdir().expect("tempdir");
+        assert_eq!(metrics(&world.path().join("ok.prom")).status, Status::Ok);
+        let missing = metrics(&world.path().join("nope/rch.prom"));
+        assert_eq!((missing.status, missing.code), (Status::Fail, ExitCode::Io));
+        assert!(missing.finding.contains("does not exist"), "{missing:?}");
+        std::fs::create_dir(world.path().join("dir.prom")).expect("mkdir");
+        let folder = metrics(&world.path().join("dir.prom"));
+        assert!(folder.finding.contains("a directory"), "{folder:?}");
+        std::os::unix::fs::symlink("ok.prom", world.path().join("link.prom")).expect("link");
+        let link = metrics(&world.path().join("link.prom"));
+        assert!(link.finding.contains("symbolic link"), "{link:?}");
+        let private = world.path().join("private.prom");
+        std::fs::write(&private, "").expect("write");
+        std::fs::set_permissions(
+            &private,
+            std::os::unix::fs::PermissionsExt::from_mode(0o600),
+        )
+        .expect("chmod");
+        assert_eq!(metrics(&private).status, Status::Warn);
+    }
+}
