@@ -700,7 +700,15 @@ fn the_first_of_several_signals_decides_the_exit_code() {
     let world = World::new();
     let journal = Journal::stale("hz4", 2 * HOUR_MS);
     let (child, group) = sweep_with_a_sleeping_child(&world, &journal, true);
-    let output = stop_with(child, &[libc::SIGTERM, libc::SIGINT]);
+    // Two signals pending at one moment are delivered lowest number first
+    // (SIGINT before SIGTERM), so the second is sent only once the first
+    // has been seen to act: the child's process group is dead.
+    // SAFETY: signalling our own child process.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    for pid in &group {
+        assert!(gone_within(*pid, 5), "SIGTERM did not act: {pid} lives");
+    }
+    let output = stop_with(child, &[libc::SIGINT]);
     assert_eq!(output.status.code(), Some(143), "{}", stderr(&output));
     let document: serde_json::Value = serde_json::from_slice(&output.stdout).expect("json");
     assert_eq!(document["exit_code"], 143);

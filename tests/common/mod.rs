@@ -516,3 +516,131 @@ pub fn mkfifo(path: &Path) {
     // SAFETY: a valid NUL-terminated path that outlives the call.
     assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0, "mkfifo");
 }
+
+/// What a path is, as `lstat` shows it: type, size, mode, owner, inode and
+/// modification time. Two snapshots that are equal saw nothing written,
+/// renamed, created or removed.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Seen {
+    pub kind: String,
+    pub size: u64,
+    pub mode: u32,
+    pub uid: u32,
+    pub ino: u64,
+    pub mtime_ns: i128,
+}
+
+/// Every path under `dir` (and `dir` itself) with what `lstat` shows of it.
+pub fn snapshot(dir: &Path) -> std::collections::BTreeMap<PathBuf, Seen> {
+    use std::os::unix::fs::MetadataExt;
+    let mut out = std::collections::BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    let seen = |meta: std::fs::Metadata| Seen {
+        kind: format!("{:?}", meta.file_type()),
+        size: meta.len(),
+        mode: meta.mode(),
+        uid: meta.uid(),
+        ino: meta.ino(),
+        mtime_ns: i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec()),
+    };
+    if let Ok(meta) = std::fs::symlink_metadata(dir) {
+        out.insert(dir.to_path_buf(), seen(meta));
+    }
+    while let Some(path) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&path) else {
+            continue;
+        };
+        for entry in entries {
+            let entry = entry.expect("entry");
+            let meta = std::fs::symlink_metadata(entry.path()).expect("lstat");
+            if meta.is_dir() {
+                stack.push(entry.path());
+            }
+            out.insert(entry.path(), seen(meta));
+        }
+    }
+    out
+}
+
+/// The uid (and gid) tests drop to when they need another user: `nobody`.
+pub const NOBODY: u32 = 65534;
+
+/// Gives `path` to `nobody`.
+pub fn give_to_nobody(path: &Path) {
+    std::os::unix::fs::chown(path, Some(NOBODY), Some(NOBODY)).expect("chown to nobody");
+}
+
+impl World {
+    /// Makes the world `nobody`'s to sweep: traversable by all, the lease
+    /// directory, its journals and the state folder owned by `nobody`.
+    /// Needs root.
+    pub fn hand_to_nobody(&self) {
+        std::fs::set_permissions(self.dir.path(), std::fs::Permissions::from_mode(0o755))
+            .expect("chmod world");
+        give_to_nobody(&self.leases());
+        for entry in std::fs::read_dir(self.leases()).expect("list") {
+            give_to_nobody(&entry.expect("entry").path());
+        }
+        let state = self.state_file();
+        let folder = state.parent().expect("state folder");
+        std::fs::create_dir_all(folder).expect("mkdir state");
+        give_to_nobody(folder);
+    }
+
+    /// The binary with `args`, a leading subcommand (`status`, `forget`,
+    /// `explain`, `doctor`) first, then the world's lease dir and state file.
+    pub fn sub(&self, args: &[&str]) -> Command {
+        let mut command = World::bare_command();
+        let rest = match args.first() {
+            Some(&sub) if matches!(sub, "status" | "forget" | "explain" | "doctor") => {
+                command.arg(sub);
+                &args[1..]
+            }
+            _ => args,
+        };
+        command
+            .arg("--lease-dir")
+            .arg(self.leases())
+            .arg("--state-file")
+            .arg(self.state_file())
+            .args(rest);
+        command
+    }
+}
+
+/// Runs `command` as `nobody`.
+pub fn as_nobody(command: &mut Command) -> &mut Command {
+    use std::os::unix::process::CommandExt;
+    command.uid(NOBODY).gid(NOBODY)
+}
+
+/// Parses stdout as exactly one JSON document (one line), naming stderr
+/// when it is not.
+pub fn one_document(output: &Output) -> Value {
+    let text = stdout(output);
+    assert_eq!(
+        text.lines().count(),
+        1,
+        "not one line on stdout: {text}\nstderr: {}",
+        stderr(output)
+    );
+    serde_json::from_str(&text).unwrap_or_else(|error| {
+        panic!(
+            "stdout is not a JSON document ({error}): {text}\nstderr: {}",
+            stderr(output)
+        )
+    })
+}
+
+/// Checks an error document: `{"version": 1, "exit_code": code, "error"}`
+/// and nothing else, the error naming `words`.
+pub fn assert_error_document(output: &Output, code: i32, words: &str) {
+    assert_eq!(output.status.code(), Some(code), "{}", stderr(output));
+    let document = one_document(output);
+    let keys: Vec<&String> = document.as_object().expect("object").keys().collect();
+    assert_eq!(keys, ["error", "exit_code", "version"], "{document}");
+    assert_eq!(document["version"], 1);
+    assert_eq!(document["exit_code"], code);
+    let error = document["error"].as_str().expect("error string");
+    assert!(error.contains(words), "{error:?} lacks {words:?}");
+}
