@@ -323,6 +323,26 @@ pub fn run(
     deadline: Duration,
     stop: &dyn Fn() -> bool,
 ) -> Result<ChildReport, SpawnError> {
+    run_capturing(spec, Capture::Stderr, deadline, stop)
+}
+
+/// Which of the child's outputs is drained into the report's tail; the
+/// other goes to `/dev/null`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Capture {
+    /// A recovery: its diagnostics explain a failure.
+    Stderr,
+    /// A probe such as `rch --version`: its answer is on stdout.
+    Stdout,
+}
+
+/// [`run`], draining the output `capture` names instead of stderr.
+pub fn run_capturing(
+    spec: &ChildSpec<'_>,
+    capture: Capture,
+    deadline: Duration,
+    stop: &dyn Fn() -> bool,
+) -> Result<ChildReport, SpawnError> {
     let start = Instant::now();
     let spawn_error = |source| SpawnError {
         program: spec.program.to_path_buf(),
@@ -334,9 +354,11 @@ pub fn run(
         .args(spec.args)
         .envs(spec.env.iter().map(|(key, value)| (key, value)))
         .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
         .process_group(0);
+    match capture {
+        Capture::Stderr => command.stdout(Stdio::null()).stderr(Stdio::piped()),
+        Capture::Stdout => command.stdout(Stdio::piped()).stderr(Stdio::null()),
+    };
     #[cfg(target_os = "linux")]
     {
         // SAFETY: getpid has no preconditions and cannot fail.
@@ -364,12 +386,16 @@ pub fn run(
 
     let mut child = command.spawn().map_err(spawn_error)?;
     let pid = child.id();
-    let Some(stderr) = child.stderr.take() else {
+    let pipe = match capture {
+        Capture::Stderr => child.stderr.take().map(std::os::fd::OwnedFd::from),
+        Capture::Stdout => child.stdout.take().map(std::os::fd::OwnedFd::from),
+    };
+    let Some(pipe) = pipe.map(std::fs::File::from) else {
         // Cannot happen with Stdio::piped, but the child must not leak if it does.
         kill_group(pid);
         reap(&mut child);
         return Err(spawn_error(io::Error::other(
-            "child stderr was not captured",
+            "child output was not captured",
         )));
     };
 
@@ -380,7 +406,7 @@ pub fn run(
         let drainer = thread::Builder::new()
             .name("child-stderr".to_owned())
             .spawn_scoped(scope, move || {
-                let tail = drain(stderr, abandon);
+                let tail = drain(pipe, abandon);
                 // The receiver may be gone only if the waiting side panicked.
                 let _ = done_tx.send(());
                 tail
@@ -388,7 +414,7 @@ pub fn run(
         let drainer = match drainer {
             Ok(handle) => handle,
             Err(error) => {
-                // `stderr` was moved into the closure that failed to start and
+                // `pipe` was moved into the closure that failed to start and
                 // is closed, so the child cannot block on it; kill it anyway
                 // rather than leave an unwatched child.
                 kill_group(pid);
@@ -890,6 +916,20 @@ mod tests {
         assert!(report.reap_confirmed);
         assert_eq!(report.deadline, Duration::from_secs(10));
         assert!(report.elapsed < report.deadline);
+    }
+
+    #[test]
+    fn a_probe_captures_stdout_and_drops_stderr() {
+        let args = sh("echo 'rch 2.1.24'; echo noise >&2");
+        let spec = ChildSpec {
+            program: Path::new("/bin/sh"),
+            args: &args,
+            env: &[],
+        };
+        let report = run_capturing(&spec, Capture::Stdout, Duration::from_secs(10), &|| false)
+            .expect("/bin/sh spawns");
+        assert_eq!(exit_code(&report), Some(0));
+        assert_eq!(report.tail, b"rch 2.1.24\n");
     }
 
     #[test]

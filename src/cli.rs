@@ -61,6 +61,16 @@ pub enum Command {
     Completions(CompletionsArgs),
     /// Say why named journals are (not) recovered: every check with its evidence
     Explain(ExplainArgs),
+    /// Check what a timer run with these options would meet; changes nothing
+    #[command(
+        long_about = "Check what a timer run with these options would meet: the lease directory, \
+the state file and its folder, the locks, rch (and what `rch --version` says, and whether a \
+timer's PATH finds the same one), the metrics file, and the journals a dry run would judge. \
+Each check is ok, warn or fail, with a fix; a real run refuses exactly what this reports as \
+fail. Writes, renames and creates nothing, takes no lock, and starts no program but \
+`rch --version`. Exit status: 0 when no check fails, 1 otherwise."
+    )]
+    Doctor(RunArgs),
 }
 
 /// Where the lease directory and state file are; shared by every command.

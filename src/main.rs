@@ -22,6 +22,7 @@ fn main() {
         Some(Command::Run(args)) => (args.quiet, args.json),
         Some(Command::Status(args)) => (false, args.json),
         Some(Command::Explain(args)) => (false, args.json),
+        Some(Command::Doctor(args)) => (false, args.json),
         Some(Command::Forget(_) | Command::Completions(_)) => (false, false),
     };
     log::init(quiet);
@@ -32,6 +33,7 @@ fn main() {
         Some(Command::Forget(args)) => cmd::forget::run(args),
         Some(Command::Completions(args)) => cmd::completions::run(args),
         Some(Command::Explain(args)) => cmd::explain::run(args),
+        Some(Command::Doctor(args)) => cmd::doctor::run(args),
     };
     let code = match result {
         Ok(code) => code,

@@ -439,6 +439,73 @@ pub fn state_content(state_file: &Path, intent: Intent) -> Finding {
     }
 }
 
+/// Whether a sweep holds the state lock or the lease directory now, seen
+/// in `/proc/locks` without taking either lock (and without creating the
+/// lock file). A held lock is no fault: a run meanwhile exits 75, which the
+/// units count as success.
+pub fn lock(identity: &Identity, state_file: &Path) -> Finding {
+    let check = Check::Lock;
+    let lock_file = lock::lock_path(state_file);
+    let mut held = Vec::new();
+    let mut looked = |what: String, meta: std::fs::Metadata, pid_file: Option<&Path>| {
+        match lock::holders(meta.dev(), meta.ino()) {
+            Ok(pids) if pids.is_empty() => Ok(()),
+            Ok(pids) => {
+                // The lock file holds its holder's PID; /proc/locks knows it too.
+                let pid = pid_file
+                    .and_then(|path| std::fs::read_to_string(path).ok())
+                    .and_then(|text| text.trim().parse::<u32>().ok())
+                    .unwrap_or(pids[0]);
+                held.push(format!("{what} (pid {pid})"));
+                Ok(())
+            }
+            Err(error) => Err(error),
+        }
+    };
+    let mut outcome = Ok(());
+    if let Ok(meta) = std::fs::symlink_metadata(&lock_file)
+        && meta.is_file()
+    {
+        outcome = looked(
+            format!("the state lock {}", lock_file.display()),
+            meta,
+            Some(&lock_file),
+        );
+    }
+    if outcome.is_ok()
+        && matches!(identity.found, Found::Directory { .. })
+        && let Ok(meta) = std::fs::metadata(&identity.resolved)
+    {
+        outcome = looked(
+            format!("the lease directory {}", identity.resolved.display()),
+            meta,
+            None,
+        );
+    }
+    if let Err(error) = outcome {
+        return Finding::warn(
+            check,
+            format!("cannot tell whether a sweep holds the locks: /proc/locks: {error}"),
+            "mount /proc, or look with `fuser` at the lock file",
+        );
+    }
+    if held.is_empty() {
+        Finding::ok(
+            check,
+            format!(
+                "free: no sweep holds {} or the lease directory",
+                lock_file.display()
+            ),
+        )
+    } else {
+        Finding::warn(
+            check,
+            format!("a sweep holds {} now", held.join(" and ")),
+            "nothing to do: a run meanwhile exits 75, which the units count as success; if it lasts, look at that process (ps -p PID)",
+        )
+    }
+}
+
 /// Where `rch` is, found as `execvp` would find it; the failing finding
 /// when it is nowhere this user may run it.
 pub fn rch(

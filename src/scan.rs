@@ -43,7 +43,16 @@ pub struct Scan {
     pub candidates: Vec<Candidate>,
     /// With `keep_skipped`, every skipped journal in file-name order.
     pub skipped_list: Vec<Skipped>,
+    /// Journals whose heartbeat lies more than [`CLOCK_AHEAD_MS`] in the
+    /// future (among those judged as far as their heartbeat): this
+    /// machine's clock is behind the writer's, and every such lease looks
+    /// fresh for as long.
+    pub heartbeats_ahead: usize,
 }
+
+/// How far in the future a heartbeat may lie before it tells of a clock
+/// that is behind, not of ordinary skew between a write and a read.
+pub const CLOCK_AHEAD_MS: u64 = 60_000;
 
 /// Journal names listed into one batch: the unit of work a scan thread takes.
 /// Small enough that the last batches spread evenly over the threads, large
@@ -185,6 +194,7 @@ fn scan_in_batches(
         .sort_unstable_by(|(a_seq, a), (b_seq, b)| a.file.cmp(&b.file).then(a_seq.cmp(b_seq)));
     Ok(Scan {
         scanned,
+        heartbeats_ahead: mine.heartbeats_ahead,
         skipped: mine.skipped,
         candidates,
         skipped_list: skipped_list.into_iter().map(|(_, row)| row).collect(),
@@ -260,13 +270,14 @@ impl Batch {
 #[derive(Default)]
 struct Partial {
     skipped: [usize; SkipReason::ALL.len()],
+    heartbeats_ahead: usize,
     found: Found,
 }
 
 impl Partial {
     fn judge_batch(&mut self, shared: &Shared, batch: &Batch, buffer: &mut Vec<u8>) {
         for (position, name, listed) in batch.iter() {
-            let verdict = judge_entry(
+            let (verdict, ahead) = judge_entry(
                 shared.lease_dir,
                 listed,
                 name,
@@ -274,6 +285,7 @@ impl Partial {
                 shared.proc,
                 buffer,
             );
+            self.heartbeats_ahead += usize::from(ahead);
             match verdict {
                 Ok(candidate) => self.found.candidates.push(candidate),
                 Err((reason, detail)) => {
@@ -320,6 +332,7 @@ impl Partial {
         for (total, count) in self.skipped.iter_mut().zip(other.skipped) {
             *total += count;
         }
+        self.heartbeats_ahead += other.heartbeats_ahead;
     }
 }
 
@@ -331,6 +344,10 @@ fn work(shared: &Shared, queue: &Mutex<Receiver<Batch>>) -> Partial {
     partial
 }
 
+/// The verdict of one listed entry, and whether its heartbeat lies ahead
+/// of this machine's clock by more than [`CLOCK_AHEAD_MS`].
+type EntryVerdict = (Result<Candidate, (SkipReason, Option<String>)>, bool);
+
 fn judge_entry(
     lease_dir: &LeaseDir,
     listed: ListedType,
@@ -338,7 +355,7 @@ fn judge_entry(
     options: &ScanOptions,
     proc: &ProcFs,
     buffer: &mut Vec<u8>,
-) -> Result<Candidate, (SkipReason, Option<String>)> {
+) -> EntryVerdict {
     // The type from the listing costs no syscall; the reader checks the
     // opened descriptor again, so a swap after listing is still caught. A
     // listing that cannot tell (DT_UNKNOWN) is asked of fstatat, so a device
@@ -359,7 +376,14 @@ fn judge_entry(
     } else {
         None
     };
-    judgement.verdict.map_err(|reason| (reason, detail))
+    let ahead = judgement.checks.iter().any(|check| {
+        matches!(
+            check.evidence,
+            Evidence::Heartbeat { heartbeat_unix_ms, now_unix_ms, .. }
+                if heartbeat_unix_ms > now_unix_ms.saturating_add(CLOCK_AHEAD_MS)
+        )
+    });
+    (judgement.verdict.map_err(|reason| (reason, detail)), ahead)
 }
 
 /// Judges the journal `name` of the lease directory: the file checks of

@@ -1,6 +1,7 @@
 //! One module per subcommand, each with one `run` returning the exit code.
 
 pub mod completions;
+pub mod doctor;
 pub mod explain;
 pub mod forget;
 pub mod run;

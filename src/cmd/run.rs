@@ -73,7 +73,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
 }
 
 /// What no single flag's parser can see (exit 2).
-fn check_args(args: &RunArgs) -> Result<()> {
+pub(super) fn check_args(args: &RunArgs) -> Result<()> {
     if let Some(metrics) = &args.metrics_file
         && !metrics.as_os_str().to_string_lossy().ends_with(".prom")
     {

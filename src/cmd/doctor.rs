@@ -1,0 +1,390 @@
+//! `rch-sweep doctor`: "will the timer's run work?", answered before the
+//! timer finds out.
+//!
+//! It takes the options of `run`, so it checks the very lease directory,
+//! state file, `rch` and metrics file a run with them would use, through
+//! the same [`preflight`] checks a run stops at: what a run refuses, this
+//! reports as `fail`. It adds what only a person needs to see (who holds a
+//! lock, what `rch --version` says, what a timer's `PATH` would find, what
+//! the journals look like) and changes nothing: no file is written,
+//! renamed or created, no lock taken, no program started but
+//! `<rch> --version`.
+
+use super::Target;
+use crate::backoff::{Backoff, now_unix_ms};
+use crate::child::{self, Capture, ChildSpec, Ending};
+use crate::cli::RunArgs;
+use crate::config;
+use crate::exit::ExitCode;
+use crate::judge::SkipReason;
+use crate::lease_dir::Found;
+use crate::owner::ProcFs;
+use crate::plan::{self, Slot};
+use crate::preflight::{self, Check, Finding, Intent, Status};
+use crate::scan::{self, ScanOptions};
+use crate::{log, state};
+use anyhow::Result;
+use std::ffi::OsStr;
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::Path;
+use std::time::Duration;
+
+/// The `PATH` a timer or cron runs with (before rch-sweep's own fallbacks):
+/// what an operator's interactive `PATH` often hides.
+pub const TIMER_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+/// How long `rch --version` may take.
+const VERSION_DEADLINE: Duration = Duration::from_secs(10);
+
+pub fn run(args: RunArgs) -> Result<ExitCode> {
+    super::run::check_args(&args)?;
+    let target = Target::resolve(&args.paths);
+    let mut findings = vec![
+        preflight::lease_dir(&target.lease_dir, Intent::Doctor),
+        state(&target),
+        preflight::lock(&target.lease_dir, &target.state_file),
+        rch(&args),
+    ];
+    if let Some(path) = &args.metrics_file {
+        findings.push(preflight::metrics(path));
+    }
+    findings.push(journals(&target, &args));
+    let code = if findings.iter().any(|f| f.status == Status::Fail) {
+        ExitCode::Failed
+    } else {
+        ExitCode::Success
+    };
+    let text = if args.json {
+        json(&findings, code)
+    } else {
+        human(&findings, colour())
+    };
+    // A closed stdout (`| head`) is not worth an error.
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+    Ok(code)
+}
+
+/// The state path and folder (what a run refuses before its lock), then
+/// the file's content (what it refuses once it reads it).
+fn state(target: &Target) -> Finding {
+    let path = preflight::state_path(&target.lease_dir, &target.state_file, Intent::Doctor);
+    if path.status == Status::Fail {
+        return path;
+    }
+    let content = preflight::state_content(&target.state_file, Intent::Doctor);
+    if content.status == Status::Ok && path.status == Status::Warn {
+        return path;
+    }
+    content
+}
+
+/// `rch` as a run finds it; then what it says of itself, and whether a
+/// timer's `PATH` finds the same one.
+fn rch(args: &RunArgs) -> Finding {
+    let path_var = std::env::var_os("PATH");
+    let home = std::env::var_os("HOME");
+    let explicit = args.rch.as_deref();
+    let found = match preflight::rch(explicit, path_var.as_deref(), home.as_deref()) {
+        Ok(found) => found,
+        Err(finding) => return finding,
+    };
+    let mut warnings = Vec::new();
+    let mut fixes = Vec::new();
+    let version = match version(&found) {
+        Ok(line) => line,
+        Err(why) => {
+            warnings.push(format!("`{} --version` {why}", found.display()));
+            fixes.push("check that this rch runs for this user (rch --version)".to_owned());
+            String::new()
+        }
+    };
+    // A path with a slash is the same for any PATH.
+    let by_path = explicit.is_none_or(|rch| rch.components().count() == 1 && !rch.is_absolute());
+    if by_path {
+        let timer = config::resolve_rch(explicit, Some(OsStr::new(TIMER_PATH)), home.as_deref());
+        if timer.as_ref() != Ok(&found) {
+            let other = match &timer {
+                Ok(other) => other.display().to_string(),
+                Err(_) => "no rch".to_owned(),
+            };
+            warnings.push(format!(
+                "a timer's PATH ({TIMER_PATH}, then ~/.local/bin, ~/.cargo/bin) would find {other}"
+            ));
+            fixes.push(format!(
+                "name it for the timer: --rch {} (or Environment=RCH_SWEEP_RCH={} in the unit)",
+                found.display(),
+                found.display()
+            ));
+        }
+    }
+    let found_text = if version.is_empty() {
+        found.display().to_string()
+    } else {
+        format!("{} ({version})", found.display())
+    };
+    if warnings.is_empty() {
+        Finding::ok(Check::Rch, found_text)
+    } else {
+        Finding::warn(
+            Check::Rch,
+            format!("{found_text}; {}", warnings.join("; ")),
+            fixes.join("; "),
+        )
+    }
+}
+
+/// The first line `rch --version` prints, or why there is none: it did not
+/// exit 0 within [`VERSION_DEADLINE`] (its process group is killed past
+/// it) or could not be started.
+fn version(rch: &Path) -> Result<String, String> {
+    let args = ["--version".into()];
+    let spec = ChildSpec {
+        program: rch,
+        args: &args,
+        env: &[],
+    };
+    let report = child::run_capturing(&spec, Capture::Stdout, VERSION_DEADLINE, &|| false)
+        .map_err(|error| format!("could not be started: {}", error.source))?;
+    match report.ending {
+        Ending::Exited(status) if status.success() => {}
+        Ending::Exited(status) => return Err(format!("failed: {status}")),
+        Ending::TimedOut => {
+            return Err(format!(
+                "did not answer within {}s (killed)",
+                VERSION_DEADLINE.as_secs()
+            ));
+        }
+        Ending::Interrupted => return Err("was interrupted".to_owned()),
+    }
+    let text = String::from_utf8_lossy(&report.tail);
+    let line = text.lines().map(str::trim).find(|line| !line.is_empty());
+    Ok(line
+        .map(|line| log::printable(line).chars().take(200).collect())
+        .unwrap_or_else(|| "printed nothing".to_owned()))
+}
+
+/// The counts a dry run would give, and what in them asks for a look.
+fn journals(target: &Target, args: &RunArgs) -> Finding {
+    let check = Check::Journals;
+    match &target.lease_dir.found {
+        Found::Missing => return Finding::ok(check, "no lease directory yet: nothing to judge"),
+        Found::NotADirectory | Found::Unreadable(_) => {
+            return Finding::warn(
+                check,
+                "not judged: the lease directory cannot be read",
+                "see lease_dir above",
+            );
+        }
+        Found::Directory { .. } => {}
+    }
+    let now = now_unix_ms();
+    let scanned = target.lease_dir.open().and_then(|dir| {
+        let options = ScanOptions {
+            now_unix_ms: now,
+            stale_after_ms: args.stale_after.saturating_mul(1000),
+            keep_skipped: false,
+        };
+        scan::scan(&dir, &options, &ProcFs::system())
+    });
+    let scan = match scanned {
+        Ok(scan) => scan,
+        Err(error) => {
+            return Finding::warn(
+                check,
+                format!("not judged: cannot list the lease directory: {error}"),
+                "check its permissions and the disk",
+            );
+        }
+    };
+    let mut backoff = match state::load(&target.state_file, state::Access::Read) {
+        Ok(state::Loaded::Valid(backoff)) => backoff,
+        _ => Backoff::empty(),
+    };
+    backoff.prune(&scan.candidates, now, args.backoff_max.saturating_mul(1000));
+    let slots = plan::dry_run(
+        &scan.candidates,
+        &backoff,
+        now,
+        usize::from(args.max_recoveries),
+    );
+    let count = |slot: Slot| slots.iter().filter(|s| **s == slot).count();
+    let skipped: Vec<String> = SkipReason::ALL
+        .iter()
+        .filter(|reason| scan.skipped[reason.index()] > 0)
+        .map(|reason| format!("{} {}", scan.skipped[reason.index()], reason.as_str()))
+        .collect();
+    let mut counts = format!(
+        "{} journal{}: {} candidate{} ({} would recover now, {} backing off, {} deferred)",
+        scan.scanned,
+        if scan.scanned == 1 { "" } else { "s" },
+        scan.candidates.len(),
+        if scan.candidates.len() == 1 { "" } else { "s" },
+        count(Slot::WouldRecover),
+        count(Slot::BackingOff),
+        count(Slot::Deferred),
+    );
+    let total: usize = scan.skipped.iter().sum();
+    if total > 0 {
+        let _ = write!(counts, ", {total} skipped ({})", skipped.join(", "));
+    }
+    let odd: Vec<String> = [
+        SkipReason::Malformed,
+        SkipReason::Unreadable,
+        SkipReason::OwnerUnverified,
+    ]
+    .iter()
+    .filter(|reason| scan.skipped[reason.index()] > 0)
+    .map(|reason| format!("{} {}", scan.skipped[reason.index()], reason.as_str()))
+    .collect();
+    let mut warnings = Vec::new();
+    let mut fixes = Vec::new();
+    if !odd.is_empty() {
+        warnings.push(format!("never recovered as they stand: {}", odd.join(", ")));
+        fixes.push(
+            "see why: rch-sweep --dry-run -v lists them, rch-sweep explain WRAPPER_ID shows the evidence"
+                .to_owned(),
+        );
+    }
+    if scan.heartbeats_ahead > 0 {
+        warnings.push(format!(
+            "{} heartbeat{} more than {} s in the future: this machine's clock is behind, and such leases look fresh",
+            scan.heartbeats_ahead,
+            if scan.heartbeats_ahead == 1 { " lies" } else { "s lie" },
+            scan::CLOCK_AHEAD_MS / 1000
+        ));
+        fixes.push("check time sync (timedatectl status, chronyc tracking)".to_owned());
+    }
+    if warnings.is_empty() {
+        Finding::ok(check, counts)
+    } else {
+        Finding::warn(
+            check,
+            format!("{counts}; {}", warnings.join("; ")),
+            fixes.join("; "),
+        )
+    }
+}
+
+/// Colour only for a person: stdout is a terminal and `NO_COLOR` is unset
+/// (or empty, which counts as unset here as everywhere).
+fn colour() -> bool {
+    // SAFETY: isatty only inspects the descriptor.
+    let terminal = unsafe { libc::isatty(libc::STDOUT_FILENO) } == 1;
+    terminal && std::env::var_os("NO_COLOR").is_none_or(|value| value.is_empty())
+}
+
+/// One line per check, aligned, status first; the fix on the next line,
+/// under the finding.
+fn human(findings: &[Finding], colour: bool) -> String {
+    let width = findings
+        .iter()
+        .map(|f| f.check.as_str().len())
+        .max()
+        .unwrap_or(0);
+    let mut out = String::new();
+    for finding in findings {
+        let status = finding.status.as_str();
+        let shown = if colour {
+            let code = match finding.status {
+                Status::Ok => "32",
+                Status::Warn => "33",
+                Status::Fail => "31;1",
+            };
+            format!("\x1b[{code}m{status:4}\x1b[0m")
+        } else {
+            format!("{status:4}")
+        };
+        let _ = writeln!(
+            out,
+            "{shown}  {:width$}  {}",
+            finding.check.as_str(),
+            log::printable(&finding.finding)
+        );
+        if let Some(fix) = finding
+            .fix
+            .as_deref()
+            .filter(|_| finding.status != Status::Ok)
+        {
+            let _ = writeln!(out, "{:4}  {:width$}  fix: {}", "", "", log::printable(fix));
+        }
+    }
+    out
+}
+
+/// SPEC's document: `{"version": 1, "checks": [...], "exit_code": N}`.
+fn json(findings: &[Finding], code: ExitCode) -> String {
+    let checks: Vec<serde_json::Value> = findings
+        .iter()
+        .map(|finding| {
+            serde_json::json!({
+                "check": finding.check.as_str(),
+                "status": finding.status.as_str(),
+                "finding": finding.finding,
+                "fix": if finding.status == Status::Ok { None } else { finding.fix.as_deref() },
+            })
+        })
+        .collect();
+    let document = serde_json::json!({
+        "version": 1,
+        "checks": checks,
+        "exit_code": code.code(),
+    });
+    format!("{document}\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn findings() -> Vec<Finding> {
+        vec![
+            Finding::ok(Check::LeaseDir, "/l, owned by alice (uid 1000)"),
+            Finding::warn(
+                Check::State,
+                "state folder /s does not exist yet",
+                "nothing to do",
+            ),
+            Finding::fail(
+                Check::Rch,
+                ExitCode::Config,
+                "rch client: not found",
+                "install rch",
+            ),
+        ]
+    }
+
+    #[test]
+    fn text_aligns_checks_and_puts_each_fix_under_its_finding() {
+        let text = human(&findings(), false);
+        let under = " ".repeat("warn  lease_dir  ".len());
+        assert_eq!(
+            text,
+            format!(
+                "ok    lease_dir  /l, owned by alice (uid 1000)\n\
+                 warn  state      state folder /s does not exist yet\n\
+                 {under}fix: nothing to do\n\
+                 fail  rch        rch client: not found\n\
+                 {under}fix: install rch\n"
+            )
+        );
+        assert!(human(&findings(), true).contains("\x1b[31;1mfail\x1b[0m"));
+    }
+
+    #[test]
+    fn json_lists_every_check_in_order_with_a_null_fix_when_ok() {
+        let value: serde_json::Value =
+            serde_json::from_str(&json(&findings(), ExitCode::Failed)).expect("json");
+        assert_eq!(value["version"], 1);
+        assert_eq!(value["exit_code"], 1);
+        let checks = value["checks"].as_array().expect("checks");
+        let names: Vec<&str> = checks
+            .iter()
+            .map(|c| c["check"].as_str().expect("name"))
+            .collect();
+        assert_eq!(names, ["lease_dir", "state", "rch"]);
+        assert!(checks[0]["fix"].is_null());
+        assert_eq!(checks[2]["status"], "fail");
+        assert_eq!(checks[2]["fix"], "install rch");
+    }
+}
