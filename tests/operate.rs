@@ -447,6 +447,13 @@ fn every_key_the_binary_emits_in_json_is_documented_in_the_man_page() {
     let status = document(status, 0);
     assert!(status["leases"].get(&stranded.id).is_some(), "{status}");
     documents.push(("status --json", status));
+    let mut doctor = World::bare_command();
+    doctor
+        .args(["doctor", "--json", "--rch", rch, "--lease-dir"])
+        .arg(world.leases())
+        .arg("--state-file")
+        .arg(world.state_file());
+    documents.push(("doctor --json", document(doctor, 0)));
     {
         use std::os::fd::AsRawFd;
         let lock = fs::OpenOptions::new()
@@ -494,6 +501,9 @@ fn every_key_the_binary_emits_in_json_is_documented_in_the_man_page() {
     }
     // The documents did show what they were meant to, or this proves little.
     for key in [
+        "checks",
+        "finding",
+        "fix",
         "would_recover",
         "interrupted",
         "error",
