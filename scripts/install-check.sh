@@ -1,8 +1,9 @@
 #!/bin/sh
 # Proves the Debian package the way an operator meets it (issues 12 and 20):
 # builds it with the one command (scripts/package.sh), lints it, installs it
-# with dpkg, verifies and uses what it installed, enables its timers as an
-# administrator would, removes and purges it, and checks that none of its files, and no link to its units, stay
+# with dpkg, verifies and uses what it installed (the package route's cron
+# line too), enables its timers as an administrator would, removes and purges
+# it, and checks that none of its files, and no link to its units, stay
 # behind: /etc/systemd is as it was before.
 #
 #   sudo scripts/install-check.sh        # by hand, as root
@@ -287,6 +288,28 @@ else
   echo "skipped: fish is not installed"
 fi
 
+step "cron: the package route's line in README.md finds its program"
+# cron runs a line with /bin/sh, PATH=/usr/bin:/bin, HOME, LOGNAME and SHELL
+# only. A HOME with no lease directory makes the outcome certain: exit 0,
+# nothing printed with --quiet (so cron mails nothing), nothing created.
+# tests/operate.rs checks that README.md, the man page and systemd/README.md
+# carry the same lines.
+cron_line=$(grep -E '^\*/5 \* \* \* \* rch-sweep( |$)' README.md | sort -u)
+[ "$(printf '%s\n' "$cron_line" | grep -c .)" = 1 ] \
+  || fail "README.md should have one cron line for the package, '*/5 * * * * rch-sweep ...'; found: $cron_line"
+cron_command=${cron_line#'*/5 * * * * '}
+mkdir -m 0700 "$work/cron-home"
+as_cron() {
+  env -i HOME="$work/cron-home" LOGNAME=root SHELL=/bin/sh PATH=/usr/bin:/bin \
+    /bin/sh -c "$cron_command" > "$work/cron.out" 2>&1
+}
+status=0
+as_cron || status=$?
+[ "$status" = 0 ] || fail "cron's '$cron_command' exited $status: $(cat "$work/cron.out")"
+[ ! -s "$work/cron.out" ] || fail "cron's '$cron_command' printed (cron would mail it): $(cat "$work/cron.out")"
+[ -z "$(ls -A "$work/cron-home")" ] || fail "cron's '$cron_command' created files in HOME: $(ls -A "$work/cron-home")"
+echo "ok: $cron_line -> exit 0, silent"
+
 step "prerm and postrm where systemd runs, in a private mount namespace with systemctl stubbed"
 # No systemd runs here, so what the scripts ask of it is recorded by a stub
 # systemctl (deb-systemd-invoke runs the first systemctl on PATH) under a
@@ -343,6 +366,11 @@ for link in "$system_link" "$user_link"; do
   [ -L "$link" ] || fail "dpkg -r removed $link; only a purge should"
 done
 echo "ok: both enablement links remain, now dangling"
+# The cron line's success above came from the package's binary.
+status=0
+as_cron || status=$?
+[ "$status" = 127 ] || fail "with the package removed, cron's '$cron_command' exited $status, not 127: the check above proves nothing"
+echo "ok: without the package, the cron line exits 127 (command not found)"
 
 step "dpkg --purge: nothing of the package stays, no link to its units, /etc/systemd as before"
 dpkg --purge "$PACKAGE" || fail "dpkg --purge $PACKAGE"
