@@ -1,8 +1,10 @@
 #!/bin/sh
-# Proves the Debian package the way an operator meets it (issue 12): builds
-# it with the one command (scripts/package.sh), lints it, installs it with
-# dpkg, uses what it installed, removes and purges it, and checks that none
-# of its files stay behind.
+# Proves the Debian package the way an operator meets it (issues 12 and 20):
+# builds it with the one command (scripts/package.sh), lints it, installs it
+# with dpkg, verifies and uses what it installed (the package route's cron
+# line too), enables its timers as an administrator would, removes and purges
+# it, and checks that none of its files, and no link to its units, stay
+# behind: /etc/systemd is as it was before.
 #
 #   sudo scripts/install-check.sh        # by hand, as root
 #
@@ -10,8 +12,9 @@
 # pinned cargo-deb, and from Debian lintian, man-db, bash-completion and
 # systemd (zsh and fish are checked when present; .ci/run installs them).
 # Whatever fails is named on the last line, and a package it installed is
-# purged again. Refuses to run where rch-sweep is installed already, so it
-# never removes an operator's own installation.
+# purged again, and links it made are removed. Refuses to run where
+# rch-sweep is installed already, so it never removes an operator's own
+# installation.
 set -eu
 cd "$(dirname "$0")/.."
 
@@ -33,11 +36,28 @@ fi
 
 work=$(mktemp -d)
 installed=no
+# The enablement links this check makes (step "enable"), removed again after
+# a failure, whatever the postrm did.
+system_link=/etc/systemd/system/timers.target.wants/rch-sweep@nobody.timer
+user_link=/etc/systemd/user/timers.target.wants/rch-sweep.timer
+enabled=no
 cleanup() {
   status=$?
   if [ "$installed" = yes ]; then
     echo "install-check: purging $PACKAGE after the failure above" >&2
     dpkg --purge "$PACKAGE" >/dev/null 2>&1 || true
+  fi
+  if [ "$enabled" = yes ]; then
+    for link in "$system_link" "$user_link"; do
+      if [ -L "$link" ]; then
+        echo "install-check: removing $link after the failure above" >&2
+        rm -f "$link"
+      fi
+      # Its folder too, if systemctl made it (empty, and not there before).
+      if ! grep -qxF "${link%/*}" "$work/etc-systemd.before"; then
+        rmdir "${link%/*}" 2>/dev/null || true
+      fi
+    done
   fi
   rm -rf "$work"
   exit "$status"
@@ -108,12 +128,12 @@ if grep -q '^[EW]: ' "$work/lintian.out"; then
   fail "lintian printed errors or warnings in $deb"
 fi
 
-step "installing enables nothing: no maintainer scripts"
-dpkg-deb --ctrl-tarfile "$deb" | tar -t | sed 's|^\./||' | grep -v '^$' > "$work/control-files"
+step "maintainer scripts: prerm and postrm only, so installing enables and starts nothing"
+dpkg-deb --ctrl-tarfile "$deb" | tar -t | sed 's|^\./||' | grep -v '^$' | sort > "$work/control-files"
 cat "$work/control-files"
-if grep -Eqx 'preinst|postinst|prerm|postrm|config|triggers' "$work/control-files"; then
-  fail "the package has maintainer scripts; installing it must enable and start nothing"
-fi
+printf 'control\npostrm\nprerm\n' > "$work/control-expected"
+cmp -s "$work/control-files" "$work/control-expected" \
+  || fail "the control archive holds [$(tr '\n' ' ' < "$work/control-files")], expected control, postrm and prerm only"
 
 step "dpkg path filters of this machine"
 # Container images often keep dpkg from unpacking documentation
@@ -142,6 +162,8 @@ else
 fi
 
 step "dpkg -i"
+# What /etc/systemd holds now; after the purge it must hold exactly that.
+find /etc/systemd | sort > "$work/etc-systemd.before"
 installed=yes
 # shellcheck disable=SC2086 # one option a word
 dpkg $include -i "$deb" || fail "dpkg -i $deb"
@@ -171,6 +193,25 @@ if find /etc/systemd -name 'rch-sweep*' 2>/dev/null | grep -q .; then
   fail "installing enabled or created units: $(find /etc/systemd -name 'rch-sweep*')"
 fi
 echo "no unit enabled"
+
+step "dpkg --verify $PACKAGE: every installed file as the package has it"
+# cargo-deb writes no md5sums; dpkg computes them when it unpacks. dpkg
+# --verify exits 0 even when it reports a file, so its report must be empty.
+[ -s "/var/lib/dpkg/info/$PACKAGE.md5sums" ] || fail "dpkg keeps no md5sums for $PACKAGE: --verify would check nothing"
+report=$(dpkg --verify "$PACKAGE") || fail "dpkg --verify $PACKAGE failed"
+[ -z "$report" ] || fail "dpkg --verify $PACKAGE: $report"
+echo "ok: dpkg --verify $PACKAGE reports nothing ($(wc -l < "/var/lib/dpkg/info/$PACKAGE.md5sums") digests)"
+# The same check sees a changed file.
+doc=/usr/share/doc/rch-sweep/README.md
+cp -p "$doc" "$work/README.md.orig"
+echo changed >> "$doc"
+report=$(dpkg --verify "$PACKAGE")
+cp -p "$work/README.md.orig" "$doc"
+case $report in
+  *"$doc"*) echo "and it reports a changed file: $report" ;;
+  *) fail "dpkg --verify did not notice a change to $doc; the check proves nothing" ;;
+esac
+[ -z "$(dpkg --verify "$PACKAGE")" ] || fail "dpkg --verify after restoring $doc"
 
 step "rch-sweep --version"
 got=$(env PATH=/usr/sbin:/usr/bin:/sbin:/bin rch-sweep --version) || fail "rch-sweep --version"
@@ -247,12 +288,92 @@ else
   echo "skipped: fish is not installed"
 fi
 
-step "dpkg -r, then --purge: nothing of the package stays"
-dpkg -r "$PACKAGE" || fail "dpkg -r $PACKAGE"
-# With no conffiles, -r already forgets the package; purge what may remain.
-if dpkg-query -W -f '${db:Status-Status}' "$PACKAGE" 2>/dev/null | grep -qx config-files; then
-  dpkg --purge "$PACKAGE" || fail "dpkg --purge $PACKAGE"
+step "cron: the package route's line in README.md finds its program"
+# cron runs a line with /bin/sh, PATH=/usr/bin:/bin, HOME, LOGNAME and SHELL
+# only. A HOME with no lease directory makes the outcome certain: exit 0,
+# nothing printed with --quiet (so cron mails nothing), nothing created.
+# tests/operate.rs checks that README.md, the man page and systemd/README.md
+# carry the same lines.
+cron_line=$(grep -E '^\*/5 \* \* \* \* rch-sweep( |$)' README.md | sort -u)
+[ "$(printf '%s\n' "$cron_line" | grep -c .)" = 1 ] \
+  || fail "README.md should have one cron line for the package, '*/5 * * * * rch-sweep ...'; found: $cron_line"
+cron_command=${cron_line#'*/5 * * * * '}
+mkdir -m 0700 "$work/cron-home"
+as_cron() {
+  env -i HOME="$work/cron-home" LOGNAME=root SHELL=/bin/sh PATH=/usr/bin:/bin \
+    /bin/sh -c "$cron_command" > "$work/cron.out" 2>&1
+}
+status=0
+as_cron || status=$?
+[ "$status" = 0 ] || fail "cron's '$cron_command' exited $status: $(cat "$work/cron.out")"
+[ ! -s "$work/cron.out" ] || fail "cron's '$cron_command' printed (cron would mail it): $(cat "$work/cron.out")"
+[ -z "$(ls -A "$work/cron-home")" ] || fail "cron's '$cron_command' created files in HOME: $(ls -A "$work/cron-home")"
+echo "ok: $cron_line -> exit 0, silent"
+
+step "prerm and postrm where systemd runs, in a private mount namespace with systemctl stubbed"
+# No systemd runs here, so what the scripts ask of it is recorded by a stub
+# systemctl (deb-systemd-invoke runs the first systemctl on PATH) under a
+# private /run that has, or lacks, /run/systemd/system. Where a
+# policy-rc.d exists, one that allows is mounted over it.
+if unshare --mount --propagation private true 2>/dev/null; then
+  mkdir "$work/stubs"
+  printf '#!/bin/sh\nprintf "%%s\\n" "$*" >> "%s/systemctl.log"\n' "$work" > "$work/stubs/systemctl"
+  printf '#!/bin/sh\nexit 0\n' > "$work/stubs/policy-rc.d"
+  chmod 755 "$work/stubs/systemctl" "$work/stubs/policy-rc.d"
+  # asks SYSTEMD SCRIPT ARG: what SCRIPT ARG asked of systemctl, one call a line.
+  asks() {
+    : > "$work/systemctl.log"
+    # shellcheck disable=SC2016 # the inner sh expands them
+    unshare --mount --propagation private sh -eu -c '
+      mount -t tmpfs tmpfs /run
+      [ "$1" = no ] || mkdir -p /run/systemd/system
+      [ ! -e /usr/sbin/policy-rc.d ] || mount --bind "$2/policy-rc.d" /usr/sbin/policy-rc.d
+      PATH="$2:$PATH" "/var/lib/dpkg/info/$3" "$4" >/dev/null
+    ' sh "$1" "$work/stubs" "$2" "$3" || fail "$2 $3 (systemd running: $1) failed"
+    tr '\n' ';' < "$work/systemctl.log"
+  }
+  expect() {
+    got=$(asks "$1" "$2" "$3")
+    [ "$got" = "$4" ] || fail "$2 $3, systemd running: $1: asked systemctl '$got', expected '$4'"
+    echo "ok: $2 $3, systemd running: $1: ${4:-nothing asked}"
+  }
+  expect yes "$PACKAGE.prerm" remove 'stop rch-sweep@*.timer rch-sweep@*.service;'
+  expect yes "$PACKAGE.prerm" upgrade ''
+  expect no "$PACKAGE.prerm" remove ''
+  expect yes "$PACKAGE.postrm" remove '--system daemon-reload;'
+  expect no "$PACKAGE.postrm" remove ''
+else
+  echo "SKIPPED: unshare --mount is not permitted here; the real dpkg -r below still runs the scripts"
 fi
+
+step "enable as an administrator would, without a running systemd"
+enabled=yes
+systemctl enable rch-sweep@nobody.timer || fail "systemctl enable rch-sweep@nobody.timer"
+systemctl --global enable rch-sweep.timer || fail "systemctl --global enable rch-sweep.timer"
+for link in "$system_link" "$user_link"; do
+  [ -L "$link" ] || fail "systemctl made no link $link"
+  target=$(readlink "$link")
+  [ -f "$target" ] || fail "$link points at $target, which is no file"
+  echo "ok: $link -> $target"
+done
+
+step "dpkg -r: instances stopped where systemd runs, enablement kept for a reinstall"
+dpkg -r "$PACKAGE" || fail "dpkg -r $PACKAGE"
+dpkg-query -W -f '${db:Status-Status}' "$PACKAGE" | grep -qx config-files \
+  || fail "after dpkg -r, dpkg should keep $PACKAGE's postrm for the purge (status config-files)"
+[ ! -e /usr/bin/rch-sweep ] || fail "/usr/bin/rch-sweep remains after dpkg -r"
+for link in "$system_link" "$user_link"; do
+  [ -L "$link" ] || fail "dpkg -r removed $link; only a purge should"
+done
+echo "ok: both enablement links remain, now dangling"
+# The cron line's success above came from the package's binary.
+status=0
+as_cron || status=$?
+[ "$status" = 127 ] || fail "with the package removed, cron's '$cron_command' exited $status, not 127: the check above proves nothing"
+echo "ok: without the package, the cron line exits 127 (command not found)"
+
+step "dpkg --purge: nothing of the package stays, no link to its units, /etc/systemd as before"
+dpkg --purge "$PACKAGE" || fail "dpkg --purge $PACKAGE"
 installed=no
 if dpkg-query -W -f '${db:Status-Status}' "$PACKAGE" 2>/dev/null | grep -qvx not-installed; then
   fail "dpkg still knows $PACKAGE after the purge"
@@ -275,5 +396,12 @@ done < "$work/listed"
 [ "$left" = 0 ] || fail "$left paths of $PACKAGE remain after dpkg -r and --purge"
 [ ! -e /usr/share/doc/rch-sweep ] || fail "/usr/share/doc/rch-sweep remains"
 echo "all $(wc -l < "$work/listed") paths gone (folders other packages own stay)"
+links=$(find /etc/systemd \( -name 'rch-sweep.*' -o -name 'rch-sweep@*' \) -print)
+[ -z "$links" ] || fail "after the purge, /etc/systemd still names units of $PACKAGE: $links"
+find /etc/systemd | sort > "$work/etc-systemd.after"
+diff "$work/etc-systemd.before" "$work/etc-systemd.after" \
+  || fail "/etc/systemd differs from before the install (< before, > after)"
+enabled=no
+echo "no link to a unit of $PACKAGE, /etc/systemd as before"
 
-printf '\ninstall-check: ok: %s built, linted, installed, used, removed\n' "$(basename "$deb")"
+printf '\ninstall-check: ok: %s built, linted, installed, verified, used, enabled, removed, purged\n' "$(basename "$deb")"

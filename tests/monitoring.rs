@@ -64,13 +64,24 @@ impl Exporter {
     /// Starts `binary` with only the textfile collector on a free loopback
     /// port and waits (bounded) until it answers; a few tries, since another
     /// process may take the port between choosing it and node_exporter's bind.
-    fn start(binary: &Path, textfile_dir: &Path, log: PathBuf) -> (Exporter, SocketAddr) {
+    /// With `uid`, it runs as that user and group (the test must be root).
+    fn start(
+        binary: &Path,
+        textfile_dir: &Path,
+        log: PathBuf,
+        uid: Option<u32>,
+    ) -> (Exporter, SocketAddr) {
+        use std::os::unix::process::CommandExt;
         for _ in 0..3 {
             let address = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
                 .and_then(|listener| listener.local_addr())
                 .expect("a free loopback port");
             let output = std::fs::File::create(&log).expect("log file");
-            let child = Command::new(binary)
+            let mut command = Command::new(binary);
+            if let Some(uid) = uid {
+                command.uid(uid).gid(uid);
+            }
+            let child = command
                 .arg("--collector.disable-defaults")
                 .arg("--collector.textfile")
                 .arg(format!(
@@ -205,8 +216,12 @@ fn node_exporter_serves_two_users_sweeps_and_promtool_accepts_files_and_rules() 
         );
     }
 
-    let (exporter, address) =
-        Exporter::start(&node_exporter, &textfile, world.path("node_exporter.log"));
+    let (exporter, address) = Exporter::start(
+        &node_exporter,
+        &textfile,
+        world.path("node_exporter.log"),
+        None,
+    );
     let served = get_metrics(address).expect("scrape /metrics");
     let served_samples = samples(&served);
     assert_eq!(
@@ -252,4 +267,72 @@ fn node_exporter_serves_two_users_sweeps_and_promtool_accepts_files_and_rules() 
         None,
     );
     assert!(tests.contains("SUCCESS"), "{tests}");
+}
+
+/// The premise of the alert RchSweepMetricsUnreadable, with the real
+/// node_exporter: a metrics file its user may not read is served by no series
+/// of its own and raises only `node_textfile_scrape_error`, while the 0644
+/// file rch-sweep writes is served.
+#[test]
+fn node_exporter_flags_a_metrics_file_it_cannot_read_only_by_its_scrape_error() {
+    use std::os::unix::fs::PermissionsExt;
+    let Some(node_exporter) = tool(
+        &["prometheus-node-exporter", "node_exporter"],
+        "prometheus-node-exporter",
+    ) else {
+        return;
+    };
+    let world = World::new();
+    // node_exporter runs as a user of its own (Debian: prometheus). Root
+    // reads any file, so under root it runs as nobody, for whom the world
+    // must be traversable; otherwise as this user, who cannot read a mode
+    // 0000 file either.
+    let nobody = is_root().then_some(65534);
+    std::fs::set_permissions(world.dir.path(), std::fs::Permissions::from_mode(0o755))
+        .expect("chmod");
+    let textfile = world.path("textfile");
+    std::fs::create_dir(&textfile).expect("mkdir textfile");
+    let rch = world.script("rch", "exit 1");
+    let prom = textfile.join("rch-sweep-alice.prom");
+    let (alice, code) = sweep(&world, "alice", 0, &rch, &prom);
+    assert_eq!(code, 0, "alice has nothing to do");
+    let mode = std::fs::metadata(&prom)
+        .expect("metrics file")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o644, "rch-sweep writes its metrics 0644");
+
+    let (exporter, address) = Exporter::start(
+        &node_exporter,
+        &textfile,
+        world.path("node_exporter.log"),
+        nobody,
+    );
+    let log = || std::fs::read_to_string(&exporter.log).unwrap_or_default();
+    let exit_code = format!("rch_sweep_exit_code{{lease_dir=\"{}\"}}", alice.display());
+    let served = samples(&get_metrics(address).expect("scrape /metrics"));
+    assert_eq!(
+        served.get("node_textfile_scrape_error"),
+        Some(&0.0),
+        "{}",
+        log()
+    );
+    assert_eq!(served.get(&exit_code), Some(&0.0), "{served:?}");
+
+    // The file as a strict umask, a copy or an older tool might leave it.
+    let unreadable = if nobody.is_some() { 0o600 } else { 0o000 };
+    std::fs::set_permissions(&prom, std::fs::Permissions::from_mode(unreadable)).expect("chmod");
+    let served = samples(&get_metrics(address).expect("scrape /metrics"));
+    assert_eq!(
+        served.get("node_textfile_scrape_error"),
+        Some(&1.0),
+        "{served:?}\n{}",
+        log()
+    );
+    let ours: Vec<&String> = served
+        .keys()
+        .filter(|series| series.starts_with("rch_sweep_"))
+        .collect();
+    assert!(ours.is_empty(), "still served: {ours:?}");
+    assert!(log().contains("rch-sweep-alice.prom"), "{}", log());
 }

@@ -858,6 +858,101 @@ fn systemd_analyze_verifies_the_units() {
 }
 
 // ---------------------------------------------------------------------------
+// cron
+
+const README: &str = "README.md";
+const SYSTEMD_README: &str = "systemd/README.md";
+/// What cron puts on a job's `PATH` (Debian's cron and the others alike).
+const CRON_PATH: &str = "/usr/bin:/bin";
+const EVERY_FIVE_MINUTES: &str = "*/5 * * * * ";
+
+/// The crontab lines a document gives, in order.
+fn cron_lines(text: &str) -> Vec<String> {
+    text.lines()
+        .filter(|line| line.starts_with(EVERY_FIVE_MINUTES))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Where the package installs the binary: the destination folder of the
+/// `target/release/rch-sweep` asset in Cargo.toml, as an absolute path.
+fn package_binary_folder() -> String {
+    let manifest = read("Cargo.toml");
+    let line = manifest
+        .lines()
+        .find(|line| {
+            line.trim_start()
+                .starts_with("[\"target/release/rch-sweep\"")
+        })
+        .expect("Cargo.toml has the binary's asset");
+    let dest = line.split('"').nth(3).expect("the asset's destination");
+    format!("/{}", dest.trim_end_matches('/'))
+}
+
+/// Where README's by-hand install puts the binary: the destination of its
+/// `install ... -m 0755 ... rch-sweep` line.
+fn hand_install_binary() -> String {
+    read(README)
+        .lines()
+        .filter(|line| line.contains("install -D -m 0755 "))
+        .filter_map(|line| line.split_whitespace().last())
+        .find(|dest| dest.ends_with("/rch-sweep"))
+        .expect("README.md installs the binary by hand with install -D -m 0755")
+        .to_owned()
+}
+
+#[test]
+fn the_readme_man_page_and_systemd_readme_give_the_same_cron_line_for_each_install_route() {
+    let readme = cron_lines(&read(README));
+    for (name, lines) in [
+        (MAN, cron_lines(&man_source())),
+        (SYSTEMD_README, cron_lines(&read(SYSTEMD_README))),
+    ] {
+        assert_eq!(
+            lines, readme,
+            "{name} and {README} give different cron lines"
+        );
+    }
+    // program -> arguments, one line per program.
+    let mut routes: BTreeMap<&str, &str> = BTreeMap::new();
+    for line in &readme {
+        let command = &line[EVERY_FIVE_MINUTES.len()..];
+        let (program, args) = command.split_once(' ').unwrap_or((command, ""));
+        assert!(
+            routes.insert(program, args).is_none(),
+            "two cron lines run {program}"
+        );
+    }
+    // The package's binary is on cron's PATH, so its line names it bare;
+    // a hand install's line names the path its install step used; cargo
+    // install leaves it in ~/.cargo/bin.
+    let folder = package_binary_folder();
+    assert!(
+        CRON_PATH.split(':').any(|dir| dir == folder),
+        "the package installs rch-sweep in {folder}, not on cron's PATH {CRON_PATH}"
+    );
+    let expected: BTreeSet<String> = [
+        "rch-sweep".to_owned(),
+        hand_install_binary(),
+        "$HOME/.cargo/bin/rch-sweep".to_owned(),
+    ]
+    .into();
+    let programs: BTreeSet<String> = routes.keys().map(|p| (*p).to_owned()).collect();
+    assert_eq!(programs, expected, "cron lines: {readme:#?}");
+    // Every route's line passes the same flags, and --quiet is one of them.
+    let flags: BTreeSet<&str> = routes.values().copied().collect();
+    assert_eq!(
+        flags.len(),
+        1,
+        "cron lines pass different flags: {readme:#?}"
+    );
+    assert!(
+        flags.iter().all(|args| mentions(args, "--quiet")),
+        "{flags:?}"
+    );
+}
+
+// ---------------------------------------------------------------------------
 // Metrics
 
 /// One metric family of a Prometheus text file.
