@@ -21,6 +21,7 @@ pub mod log;
 pub mod metrics;
 pub mod owner;
 pub mod plan;
+pub mod recipe;
 pub mod recover;
 pub mod report;
 pub mod scan;

@@ -5,7 +5,7 @@
 
 use crate::config;
 use crate::evidence::{Check, Evidence, FileKind, Judgement};
-use crate::journal::{self, LeaseDir, ListedType, Listing, ReadFailure};
+use crate::journal::{self, LeaseDir, ListedType, Listing, MAX_JOURNAL_BYTES, ReadFailure};
 use crate::judge::{self, Candidate, SkipReason};
 use crate::owner::ProcFs;
 use crate::plan;
@@ -76,9 +76,10 @@ pub fn scan(dir: &Path, options: &ScanOptions, proc: &ProcFs) -> Result<Scan, Sc
 /// The directory is listed once, by its open descriptor, and the listing is
 /// consumed as it is read: this thread fills batches of names and hands each
 /// to a worker through a short bounded queue, or judges it itself when the
-/// queue is full. Each thread reads with its own buffer and keeps only what
-/// the result needs (counts; candidates; skipped rows only for `--verbose`),
-/// so memory grows with the candidates, never with the skipped journals. The
+/// queue is full. Each thread parses one journal at a time as a stream
+/// ([`journal::read_lease`]) and keeps only what the result needs (counts;
+/// candidates; skipped rows only for `--verbose`), so memory grows with the
+/// candidates, never with the skipped journals or their sizes. The
 /// result is exactly the serial one: candidates in [`plan::order`], skipped
 /// rows in file-name order with ties in listing order, the same counts.
 pub fn scan_with_threads(
@@ -128,12 +129,11 @@ fn scan_in_batches(
         .map_err(ScanError::Io)?;
     scanned += batch.len();
     let mut mine = Partial::default();
-    let mut buffer = Vec::with_capacity(16 * 1024);
     if ended || threads <= 1 {
         // One batch holds the whole directory (the common case, an empty
         // one included): no thread is worth starting.
         loop {
-            mine.judge_batch(&shared, &batch, &mut buffer);
+            mine.judge_batch(&shared, &batch);
             if ended {
                 break;
             }
@@ -167,7 +167,7 @@ fn scan_in_batches(
                 if let Err(TrySendError::Full(batch) | TrySendError::Disconnected(batch)) =
                     queue.try_send(batch)
                 {
-                    mine.judge_batch(&shared, &batch, &mut buffer);
+                    mine.judge_batch(&shared, &batch);
                 }
                 if ended {
                     break Ok(());
@@ -182,7 +182,7 @@ fn scan_in_batches(
             drop(queue);
             if listed.is_ok() {
                 // Help drain what is queued; the workers stop at its end.
-                mine.judge_queue(&shared, &receiver, &mut buffer);
+                mine.judge_queue(&shared, &receiver);
             }
             for worker in workers {
                 match worker.join() {
@@ -290,16 +290,9 @@ struct Partial {
 }
 
 impl Partial {
-    fn judge_batch(&mut self, shared: &Shared, batch: &Batch, buffer: &mut Vec<u8>) {
+    fn judge_batch(&mut self, shared: &Shared, batch: &Batch) {
         for (position, name, listed) in batch.iter() {
-            let verdict = judge_entry(
-                shared.lease_dir,
-                listed,
-                name,
-                shared.options,
-                shared.proc,
-                buffer,
-            );
+            let verdict = judge_entry(shared.lease_dir, listed, name, shared.options, shared.proc);
             match verdict {
                 Ok(candidate) => self.found.candidates.push(candidate),
                 Err((reason, detail)) => {
@@ -326,18 +319,13 @@ impl Partial {
     }
 
     /// Judges batches from the queue until it is closed and empty.
-    fn judge_queue(
-        &mut self,
-        shared: &Shared,
-        queue: &Mutex<Receiver<Batch>>,
-        buffer: &mut Vec<u8>,
-    ) {
+    fn judge_queue(&mut self, shared: &Shared, queue: &Mutex<Receiver<Batch>>) {
         loop {
             // The lock is only held while waiting for the next batch; a
             // poisoned one still guards a whole receiver.
             let next = queue.lock().unwrap_or_else(PoisonError::into_inner).recv();
             let Ok(batch) = next else { return };
-            self.judge_batch(shared, &batch, buffer);
+            self.judge_batch(shared, &batch);
         }
     }
 
@@ -349,11 +337,10 @@ impl Partial {
     }
 }
 
-/// A scan worker: judges queued batches with a read buffer of its own.
+/// A scan worker: judges queued batches.
 fn work(shared: &Shared, queue: &Mutex<Receiver<Batch>>) -> Partial {
     let mut partial = Partial::default();
-    let mut buffer = Vec::with_capacity(16 * 1024);
-    partial.judge_queue(shared, queue, &mut buffer);
+    partial.judge_queue(shared, queue);
     partial
 }
 
@@ -363,7 +350,6 @@ fn judge_entry(
     name: &[u8],
     options: &ScanOptions,
     proc: &ProcFs,
-    buffer: &mut Vec<u8>,
 ) -> Result<Candidate, (SkipReason, Option<String>)> {
     // The type from the listing costs no syscall; the reader checks the
     // opened descriptor again, so a swap after listing is still caught. A
@@ -377,7 +363,7 @@ fn judge_entry(
             .unwrap_or(FileKind::Unknown),
         kind => kind,
     };
-    let judgement = judge_file(lease_dir, listed, name, options, proc, buffer);
+    let judgement = judge_file(lease_dir, listed, name, options, proc);
     // Text only for the rows that are printed: a plain scan formats
     // nothing for the journals it skips.
     let detail = if options.keep_skipped {
@@ -398,7 +384,6 @@ pub fn judge_file(
     name: &[u8],
     options: &ScanOptions,
     proc: &ProcFs,
-    buffer: &mut Vec<u8>,
 ) -> Judgement {
     let mut checks = Vec::with_capacity(SkipReason::ALL.len());
     let skipped = |mut checks: Vec<Check>, check: SkipReason, evidence: Evidence| {
@@ -422,82 +407,105 @@ pub fn judge_file(
             Evidence::Name { canonical: false },
         );
     };
-    let read = lease_dir.read(name, buffer);
-    let stat = match read {
-        Ok(stat) => stat,
-        Err(ReadFailure::NotRegular(kind)) => {
-            return skipped(checks, SkipReason::NotRegular, Evidence::NotRegular(kind));
-        }
-        Err(failure) => {
-            checks.push(Check::pass(
-                SkipReason::NotRegular,
-                Evidence::Listed(listed),
-            ));
+    let opened = lease_dir.open_journal(name);
+    let failure = match opened {
+        Ok((file, stat)) => {
+            checks.push(Check::pass(SkipReason::NotRegular, Evidence::Regular(stat)));
             checks.push(Check::pass(
                 SkipReason::BadName,
                 Evidence::Name { canonical: true },
             ));
-            if let ReadFailure::ForeignOwner { uid, euid } = failure {
-                return skipped(
-                    checks,
-                    SkipReason::ForeignOwner,
-                    Evidence::Owner { uid, euid },
-                );
-            }
             checks.push(Check::pass(
                 SkipReason::ForeignOwner,
                 Evidence::Owner {
-                    uid: Some(lease_dir.euid()),
-                    euid: lease_dir.euid(),
+                    uid: Some(stat.uid),
+                    euid: stat.euid,
                 },
             ));
-            let evidence = match failure {
-                ReadFailure::Missing => Evidence::Vanished,
-                ReadFailure::TooLarge(size) => Evidence::TooLarge(size),
-                ReadFailure::Unreadable(why) | ReadFailure::Malformed(why) => {
-                    Evidence::ReadError(why)
+            // Size comes before shape in SPEC's table: a file that grew past
+            // the limit while it was parsed is `unreadable`, never
+            // `malformed`, so the size check is passed only once the parse
+            // has ended.
+            match journal::read_lease(&file) {
+                Ok((lease, read)) => {
+                    checks.push(Check::pass(
+                        SkipReason::Unreadable,
+                        Evidence::Size {
+                            size: read.max(stat.size),
+                            limit: MAX_JOURNAL_BYTES,
+                        },
+                    ));
+                    return judge::judge(
+                        wrapper_id,
+                        lease,
+                        options.now_unix_ms,
+                        options.stale_after_ms,
+                        |pid, recorded| proc.observe(pid, recorded),
+                        checks,
+                    );
                 }
-                ReadFailure::NotRegular(_) | ReadFailure::ForeignOwner { .. } => {
-                    Evidence::ReadError("changed while reading".into())
+                Err(ReadFailure::Malformed(error)) => {
+                    checks.push(Check::pass(
+                        SkipReason::Unreadable,
+                        Evidence::Size {
+                            size: stat.size,
+                            limit: MAX_JOURNAL_BYTES,
+                        },
+                    ));
+                    return skipped(checks, SkipReason::Malformed, Evidence::Shape(error));
                 }
-            };
-            return skipped(checks, SkipReason::Unreadable, evidence);
+                Err(failure) => {
+                    return skipped(checks, SkipReason::Unreadable, read_evidence(failure));
+                }
+            }
         }
+        Err(ReadFailure::NotRegular(kind)) => {
+            return skipped(checks, SkipReason::NotRegular, Evidence::NotRegular(kind));
+        }
+        Err(failure) => failure,
     };
-    checks.push(Check::pass(SkipReason::NotRegular, Evidence::Regular(stat)));
+    checks.push(Check::pass(
+        SkipReason::NotRegular,
+        Evidence::Listed(listed),
+    ));
     checks.push(Check::pass(
         SkipReason::BadName,
         Evidence::Name { canonical: true },
     ));
+    if let ReadFailure::ForeignOwner { uid, euid } = failure {
+        return skipped(
+            checks,
+            SkipReason::ForeignOwner,
+            Evidence::Owner { uid, euid },
+        );
+    }
     checks.push(Check::pass(
         SkipReason::ForeignOwner,
         Evidence::Owner {
-            uid: Some(stat.uid),
-            euid: stat.euid,
+            uid: Some(lease_dir.euid()),
+            euid: lease_dir.euid(),
         },
     ));
-    checks.push(Check::pass(
-        SkipReason::Unreadable,
-        Evidence::Size(stat.size),
-    ));
-    let lease = match journal::parse(buffer) {
-        Ok(lease) => lease,
-        Err(error) => {
-            return skipped(
-                checks,
-                SkipReason::Malformed,
-                Evidence::Shape(error.to_string()),
-            );
+    skipped(checks, SkipReason::Unreadable, read_evidence(failure))
+}
+
+/// The evidence of an `unreadable` journal.
+fn read_evidence(failure: ReadFailure) -> Evidence {
+    match failure {
+        ReadFailure::Missing => Evidence::Vanished,
+        ReadFailure::TooLarge(size) => Evidence::TooLarge {
+            size,
+            limit: MAX_JOURNAL_BYTES,
+        },
+        ReadFailure::GrewTooLarge(seen) => Evidence::GrewTooLarge {
+            seen,
+            limit: MAX_JOURNAL_BYTES,
+        },
+        ReadFailure::Unreadable(why) | ReadFailure::Malformed(why) => Evidence::ReadError(why),
+        ReadFailure::NotRegular(_) | ReadFailure::ForeignOwner { .. } => {
+            Evidence::ReadError("changed while reading".into())
         }
-    };
-    judge::judge(
-        wrapper_id,
-        lease,
-        options.now_unix_ms,
-        options.stale_after_ms,
-        |pid, recorded| proc.observe(pid, recorded),
-        checks,
-    )
+    }
 }
 #[cfg(test)]
 mod tests {
