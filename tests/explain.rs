@@ -26,6 +26,8 @@ struct Mixed {
     /// A 3 MiB candidate, and a journal past the 64 MiB limit.
     big: String,
     too_big: String,
+    /// A live PID with no identity recorded.
+    unrecorded: String,
 }
 
 impl Mixed {
@@ -92,6 +94,13 @@ impl Mixed {
             .and_then(|file| file.set_len(64 * 1024 * 1024 + 1))
             .expect("extend");
         expected.insert(too_big.file_name(), "unreadable");
+        // A live PID, but nothing recorded to tell it from a reused one.
+        let unrecorded = Journal::stale("hz4", HOUR_MS)
+            .set("wrapper_pid", json!(std::process::id()))
+            .remove("boot_id")
+            .remove("process_start_ticks");
+        world.add(&unrecorded);
+        expected.insert(unrecorded.file_name(), "owner_unverified");
         if is_root() {
             let foreign = Journal::stale("hz4", HOUR_MS);
             let path = world.add(&foreign);
@@ -118,6 +127,7 @@ impl Mixed {
             live: live.file_name(),
             big: big.file_name(),
             too_big: too_big.file_name(),
+            unrecorded: unrecorded.file_name(),
         }
     }
 
@@ -314,6 +324,21 @@ fn explain_agrees_with_the_dry_run_and_shows_every_check_in_order() {
             "67,108,865 bytes, over the 64 MiB limit: not read".to_owned()
         )
     );
+    // A live PID with no identity recorded may have been reused.
+    let unrecorded = checks(&explained[&mixed.unrecorded]);
+    let me = std::process::id();
+    assert_eq!(unrecorded[10].0, "owner_alive");
+    assert!(unrecorded[10].1, "not taken for a live owner");
+    let (check, passed, evidence) = &unrecorded[11];
+    assert_eq!((check.as_str(), *passed), ("owner_unverified", false));
+    assert!(
+        evidence.starts_with(&format!("pid {me}: /proc/{me}/stat state "))
+            && evidence.ends_with(
+                "no identity recorded to tell the owner from a process that reused the PID: unverified"
+            ),
+        "{evidence}"
+    );
+
     // A candidate backing off shows its entry; the other would be recovered.
     let backed_off = &explained[&format!("{}.json", mixed.backed_off)];
     assert_eq!(backed_off["next"], "backing_off");
