@@ -9,6 +9,7 @@ use crate::journal::{self, LeaseDir, ListedType, Listing, MAX_JOURNAL_BYTES, Rea
 use crate::judge::{self, Candidate, SkipReason};
 use crate::owner::ProcFs;
 use crate::plan;
+use std::collections::VecDeque;
 use std::io;
 use std::path::Path;
 use std::sync::mpsc::{self, Receiver, TrySendError};
@@ -128,10 +129,18 @@ fn scan_in_batches(
         .fill(&mut listing, scanned, batch_len)
         .map_err(ScanError::Io)?;
     scanned += batch.len();
+    // One batch holds the whole directory (the common case, an empty one
+    // included). With several threads its journals are spread one by one:
+    // a large build's journal takes tens of milliseconds to parse, so a few
+    // of them are worth a thread, and a few small ones cost it little.
+    let mut spread = VecDeque::new();
+    if ended && threads > 1 && batch.len() > 1 {
+        spread = batch.into_singles();
+        batch = spread.pop_front().unwrap_or_default();
+    }
     let mut mine = Partial::default();
-    if ended || threads <= 1 {
-        // One batch holds the whole directory (the common case, an empty
-        // one included): no thread is worth starting.
+    if (ended && spread.is_empty()) || threads <= 1 {
+        // Nothing to share: no thread is worth starting.
         loop {
             mine.judge_batch(&shared, &batch);
             if ended {
@@ -168,6 +177,10 @@ fn scan_in_batches(
                     queue.try_send(batch)
                 {
                     mine.judge_batch(&shared, &batch);
+                }
+                if let Some(next) = spread.pop_front() {
+                    batch = next;
+                    continue;
                 }
                 if ended {
                     break Ok(());
@@ -268,6 +281,17 @@ impl Batch {
 
     fn len(&self) -> usize {
         self.ends.len()
+    }
+
+    /// The same names, one batch each, in order.
+    fn into_singles(self) -> VecDeque<Batch> {
+        self.iter()
+            .map(|(position, name, listed)| Batch {
+                first: position,
+                names: name.to_vec(),
+                ends: vec![(name.len(), listed)],
+            })
+            .collect()
     }
 
     fn iter(&self) -> impl Iterator<Item = (usize, &[u8], ListedType)> {
@@ -623,7 +647,8 @@ mod tests {
             assert_eq!(serial.scanned, 67);
             assert_eq!(serial.candidates.len(), 20);
             assert_eq!(serial.skipped_list.len(), if keep_skipped { 47 } else { 0 });
-            for (threads, batch_len) in [(1, 1), (2, 1), (4, 3), (3, 64)] {
+            // (2, BATCH): the whole directory in one batch, spread one by one.
+            for (threads, batch_len) in [(1, 1), (2, 1), (4, 3), (3, 64), (2, BATCH)] {
                 let parallel = scan_in_batches(dir.path(), &options, &proc, threads, batch_len)
                     .expect("parallel");
                 assert_eq!(
