@@ -3,7 +3,8 @@
 //!
 //! ```text
 //! cargo run --release --example gen-leases -- --count 100000 --dir DIR \
-//!     [--seed 42] [--now-ms MS] [--live-pid PID] [--candidates N] [--no-oversized]
+//!     [--seed 42] [--now-ms MS] [--live-pid PID] [--candidates N] [--only KIND] \
+//!     [--journal-bytes B]
 //! ```
 //!
 //! Every file is a `rchw-<uuid>.json` journal pretty-printed like rch's own
@@ -15,20 +16,30 @@
 //! |---|---|---|
 //! | 60 % | finished and acknowledged (mostly the shape of a recovered or self-finished job, some without a recipe) | `terminal` |
 //! | 15 % | running, heartbeat a few seconds to minutes before `--now-ms` | `heartbeat_fresh` |
-//! | 10 % | stale, owned by `--live-pid` with no recorded identity | `owner_alive` while that PID exists |
+//! | 10 % | stale, owned by `--live-pid` with no recorded identity | `owner_unverified` while that PID exists (it may have been reused) |
 //! | 5 % | stale, dead owner, recipe retired but with no delivery result | `not_owning` |
 //! | 5 % | stale, dead owner (PID above Linux's limit), unretired source | candidate |
-//! | 5 % | hostile, in rotation: truncated JSON, `schema_version` 2, id/name mismatch, JSON nested 10,000 deep, a 1.5 MiB journal, binary garbage | `malformed`, or `unreadable` for the 1.5 MiB one |
+//! | 5 % | hostile, in rotation: truncated JSON, `schema_version` 2, id/name mismatch, JSON nested 10,000 deep, a byte that is not UTF-8 in the recipe's last string, binary garbage | `malformed` |
 //!
 //! The kind of a file depends only on its index; the names are random UUIDs,
-//! so kinds are shuffled in directory order. `--count 100000` writes about
-//! 1.6 GB, 1.3 GB of it the 833 oversized journals.
+//! so kinds are shuffled in directory order. A journal is about 3.5 KB:
+//! `--count 100000` writes about 350 MB, 1,000,000 about 3.5 GB. (Until
+//! journals up to 64 MiB were read, one hostile journal in 120 was a
+//! recoverable one padded to 1.5 MiB, past the old 1 MiB limit; past 64 MiB
+//! such files would take 53 GB per 100,000, so large journals have a
+//! benchmark of their own: `--journal-bytes`.)
 //!
 //! `--candidates N` writes at most N candidates; the later candidate slots
 //! become `not_owning` journals of the same size, so directories of any size
 //! can hold the same candidates (to show that memory grows with candidates
-//! only). `--no-oversized` writes the 1.5 MiB hostile journal as a truncated
-//! one instead, about 3 KB: 1,000,000 journals then take about 4 GB, not 16.
+//! only). `--only KIND` writes every journal as that kind (`terminal`,
+//! `fresh`, `live_owner`, `not_owning`, `candidate`, `hostile`).
+//! `--journal-bytes B` pads every journal with a recipe to at least B bytes
+//! with output files, as a large workspace's build records them: each a
+//! pretty-printed `"target/debug/deps/<name>.rlib": "<64 hex>"` line in the
+//! phase's `baseline`, every other one also in `published` (a delivery cut
+//! short half way), so `--only candidate --journal-bytes 8388608` writes
+//! candidates of 8 MiB.
 //!
 //! `--live-pid` defaults to the shell that started the generator (the parent,
 //! or the grandparent when the parent is `cargo run`): sweep from that same
@@ -44,7 +55,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-const USAGE: &str = "usage: gen-leases --count N --dir DIR [--seed S] [--now-ms MS] [--live-pid PID] [--candidates N] [--no-oversized]";
+const USAGE: &str = "usage: gen-leases --count N --dir DIR [--seed S] [--now-ms MS] [--live-pid PID] [--candidates N] [--only KIND] [--journal-bytes B]";
 
 /// Linux never hands out a PID at or above this (`PID_MAX_LIMIT`), so an owner
 /// recorded above it is provably gone on any machine.
@@ -52,9 +63,7 @@ const PID_MAX_LIMIT: u64 = 4_194_304;
 const MINUTE_MS: u64 = 60_000;
 const HOUR_MS: u64 = 60 * MINUTE_MS;
 const DAY_MS: u64 = 24 * HOUR_MS;
-/// The oversized hostile journal: past rch-sweep's 1 MiB read limit.
-const OVERSIZED_BYTES: usize = 1536 * 1024;
-/// Stands in for the wrapper id in the oversized template.
+/// Stands in for the wrapper id in the self-check's templates.
 const TEMPLATE_ID: &str = "rchw-00000000-0000-4000-8000-000000000000";
 
 #[rustfmt::skip]
@@ -101,6 +110,7 @@ const EXCLUDES: [&str; 7] = [
 // ---------------------------------------------------------------- randomness
 
 /// SplitMix64: tiny, fast and good enough to vary benchmark fixtures.
+#[derive(Clone)]
 struct Rng(u64);
 
 impl Rng {
@@ -358,7 +368,7 @@ fn transfer(w: usize) -> J {
     ])
 }
 
-/// Output paths and their blake3-style hashes (`extra` adds many, for the oversized file).
+/// Output paths and their blake3-style hashes (`extra` adds many, for a large journal).
 fn outputs(rng: &mut Rng, project: &str, kind: &str, extra: usize) -> Vec<(Cow<'static, str>, J)> {
     let crate_name = project.replace('-', "_");
     let count = rng.range(1, 3) as usize;
@@ -369,7 +379,7 @@ fn outputs(rng: &mut Rng, project: &str, kind: &str, extra: usize) -> Vec<(Cow<'
             (0, _) => format!("target/debug/deps/{crate_name}-{}", rng.hex(8)),
             (1, _) => format!("target/debug/{project}"),
             _ => format!(
-                "target/release/deps/lib{crate_name}_{i:05}-{}.rlib",
+                "target/debug/deps/lib{crate_name}_{i:05}-{}.rlib",
                 rng.hex(8)
             ),
         };
@@ -389,6 +399,12 @@ fn recipe(rng: &mut Rng, lease: &Lease, progress: Progress, extra_outputs: usize
     let published: Vec<_> = match progress {
         Progress::Settled { .. } => baseline
             .iter()
+            .map(|(k, _)| (k.clone(), J::Str(rng.hex(32))))
+            .collect(),
+        // A large build whose delivery was cut short half way.
+        _ if extra_outputs > 0 => baseline
+            .iter()
+            .step_by(2)
             .map(|(k, _)| (k.clone(), J::Str(rng.hex(32))))
             .collect(),
         _ => Vec::new(),
@@ -529,6 +545,15 @@ enum Kind {
     Hostile,
 }
 
+const KINDS_ALL: [Kind; 6] = [
+    Kind::Terminal,
+    Kind::Fresh,
+    Kind::LiveOwner,
+    Kind::NotOwning,
+    Kind::Candidate,
+    Kind::Hostile,
+];
+
 const KIND_NAMES: [&str; 6] = [
     "terminal",
     "fresh",
@@ -539,7 +564,10 @@ const KIND_NAMES: [&str; 6] = [
 ];
 
 /// The fixed mix: 12/20 terminal, 3/20 fresh, 2/20 live owner, 1/20 each of the rest.
-fn kind_of(index: u64) -> Kind {
+fn kind_of(index: u64, only: Option<Kind>) -> Kind {
+    if let Some(kind) = only {
+        return kind;
+    }
     match index % 20 {
         0..=11 => Kind::Terminal,
         12..=14 => Kind::Fresh,
@@ -557,10 +585,8 @@ struct Context {
     live_identity: Option<(u64, String)>,
     /// A few boots of the client machine.
     boots: Vec<String>,
-    /// The oversized hostile journal, with `TEMPLATE_ID` for its wrapper id.
-    oversized: String,
-    /// `--no-oversized`: that slot holds a truncated journal instead.
-    no_oversized: bool,
+    /// `--journal-bytes`: the least size of a journal with a recipe.
+    journal_bytes: usize,
 }
 
 /// rch build ids: `(daemon_start_secs << 24) | 1`, then incrementing.
@@ -647,14 +673,10 @@ fn lease_of(rng: &mut Rng, ctx: &Context, kind: Kind, wrapper_id: String) -> Lea
 fn file_bytes(rng: &mut Rng, ctx: &Context, index: u64, kind: Kind, wrapper_id: &str) -> Vec<u8> {
     let Kind::Hostile = kind else {
         let lease = lease_of(rng, ctx, kind, wrapper_id.to_owned());
-        return to_pretty(&journal(rng, &lease, 0)).into_bytes();
+        return padded(rng, &lease, ctx.journal_bytes).into_bytes();
     };
     let mut candidate = lease_of(rng, ctx, Kind::Candidate, wrapper_id.to_owned());
-    let variant = match (index / 20) % 6 {
-        4 if ctx.no_oversized => 0,
-        variant => variant,
-    };
-    match variant {
+    match (index / 20) % 6 {
         0 => {
             // Truncated mid-object.
             let mut text = to_pretty(&journal(rng, &candidate, 0)).into_bytes();
@@ -675,7 +697,15 @@ fn file_bytes(rng: &mut Rng, ctx: &Context, index: u64, kind: Kind, wrapper_id: 
             text.push_str(&"]".repeat(10_000));
             text.into_bytes()
         }
-        4 => ctx.oversized.replace(TEMPLATE_ID, wrapper_id).into_bytes(),
+        4 => {
+            // Recoverable but for one byte that is not UTF-8, in the last
+            // string of the recipe: rch refuses it, and only a parse to
+            // the end finds it.
+            let mut text = padded(rng, &candidate, ctx.journal_bytes).into_bytes();
+            let last = text.iter().rposition(|byte| *byte == b'"').unwrap_or(0);
+            text.insert(last, 0xff);
+            text
+        }
         _ => {
             // Binary garbage: starts with a NUL, never JSON.
             let mut blob = vec![0u8];
@@ -687,25 +717,25 @@ fn file_bytes(rng: &mut Rng, ctx: &Context, index: u64, kind: Kind, wrapper_id: 
     }
 }
 
-/// An otherwise recoverable journal padded past 1 MiB with build outputs.
-fn oversized_template(seed: u64, ctx: &Context) -> String {
-    let mut rng = Rng::for_index(seed, u64::MAX);
-    let lease = lease_of(&mut rng, ctx, Kind::Candidate, TEMPLATE_ID.to_owned());
-    let render = |extra| {
-        to_pretty(&journal(
-            &mut Rng::for_index(seed, u64::MAX - 1),
-            &lease,
-            extra,
-        ))
-    };
-    let (small, probe) = (render(0).len(), render(64).len());
-    let mut extra = OVERSIZED_BYTES.saturating_sub(small) / (probe - small).div_ceil(64);
+/// The journal of `lease`, with enough extra output files in its recipe to
+/// be at least `min_bytes` long (none when it is that long already, or has
+/// no recipe to hold them).
+fn padded(rng: &mut Rng, lease: &Lease, min_bytes: usize) -> String {
+    let start = rng.clone();
+    let plain = to_pretty(&journal(rng, lease, 0));
+    if plain.len() >= min_bytes || lease.recipe.is_none() {
+        return plain;
+    }
+    let render = |extra| to_pretty(&journal(&mut start.clone(), lease, extra));
+    let probe = render(64).len();
+    let per_output = (probe - plain.len()).div_ceil(64);
+    let mut extra = (min_bytes - plain.len()) / per_output;
     loop {
         let text = render(extra);
-        if text.len() >= OVERSIZED_BYTES {
+        if text.len() >= min_bytes {
             return text;
         }
-        extra += 8;
+        extra += (min_bytes - text.len()).div_ceil(per_output).max(8);
     }
 }
 
@@ -746,7 +776,8 @@ struct Args {
     now_ms: Option<u64>,
     live_pid: Option<u32>,
     candidates: Option<u64>,
-    no_oversized: bool,
+    only: Option<Kind>,
+    journal_bytes: usize,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -757,7 +788,8 @@ fn parse_args() -> Result<Args, String> {
         now_ms: None,
         live_pid: None,
         candidates: None,
-        no_oversized: false,
+        only: None,
+        journal_bytes: 0,
     };
     let (mut count, mut dir) = (None, None);
     let mut argv = std::env::args().skip(1);
@@ -765,10 +797,6 @@ fn parse_args() -> Result<Args, String> {
         if arg == "-h" || arg == "--help" {
             println!("{USAGE}");
             std::process::exit(0);
-        }
-        if arg == "--no-oversized" {
-            args.no_oversized = true;
-            continue;
         }
         let (flag, inline) = match arg.split_once('=') {
             Some((flag, value)) if flag.starts_with("--") => {
@@ -790,6 +818,17 @@ fn parse_args() -> Result<Args, String> {
             "--dir" => dir = Some(PathBuf::from(value)),
             "--seed" => args.seed = number(&value)?,
             "--candidates" => args.candidates = Some(number(&value)?),
+            "--only" => {
+                let at = KIND_NAMES
+                    .iter()
+                    .position(|name| *name == value)
+                    .ok_or_else(|| format!("--only: not a kind: {value:?}"))?;
+                args.only = Some(KINDS_ALL[at]);
+            }
+            "--journal-bytes" => {
+                args.journal_bytes = usize::try_from(number(&value)?)
+                    .map_err(|_| format!("--journal-bytes: out of range: {value}"))?;
+            }
             "--now-ms" => args.now_ms = Some(number(&value)?),
             "--live-pid" => {
                 let pid = number(&value)?;
@@ -831,21 +870,18 @@ fn main() -> Result<(), Box<dyn Error>> {
     let live_pid = args.live_pid.unwrap_or_else(default_live_pid);
     if live_pid <= 1 || !Path::new(&format!("/proc/{live_pid}")).exists() {
         eprintln!(
-            "gen-leases: warning: live PID {live_pid} is not a running process other than init; live-owner journals will not be judged owner_alive"
+            "gen-leases: warning: live PID {live_pid} is not a running process other than init; live-owner journals will not be judged owner_unverified"
         );
     }
     let mut boot_rng = Rng::for_index(args.seed, u64::MAX - 2);
-    let mut ctx = Context {
+    let ctx = Context {
         now_ms,
         live_pid: u64::from(live_pid),
         live_identity: proc_identity(u64::from(live_pid)),
         boots: (0..3).map(|_| boot_rng.uuid()).collect(),
-        oversized: String::new(),
-        no_oversized: args.no_oversized,
+        journal_bytes: args.journal_bytes,
     };
-    ctx.oversized = oversized_template(args.seed, &ctx);
     // Self-check: what the printer writes parses as JSON.
-    serde_json::from_str::<serde_json::Value>(&ctx.oversized)?;
     for kind in [
         Kind::Terminal,
         Kind::Fresh,
@@ -863,7 +899,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     let mut bytes = 0u64;
     for index in 0..args.count {
         let mut rng = Rng::for_index(args.seed, index);
-        let kind = match kind_of(index) {
+        let kind = match kind_of(index, args.only) {
             Kind::Candidate
                 if args
                     .candidates

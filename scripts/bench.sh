@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark of rch-sweep at fleet scale (issues #6 and #14). Rerun it with:
+# Benchmark of rch-sweep at fleet scale (issues #6, #14 and #17). Rerun it with:
 #
 #     scripts/bench.sh
 #
@@ -11,16 +11,20 @@
 #     (BENCH_ROUNDS, default 7, so that load from other work on a shared
 #     machine falls on all alike; the CPU pressure meanwhile is printed), the
 #     medians of their per-round ratios (target at 100k, all threads: <= 0.6)
-#     and the dry run's peak RSS. Also `cat` over
-#     only the files of at most 1 MiB: rch-sweep refuses the larger ones
-#     (0.8 % of them, 80 % of the bytes) after one fstat, so that is the
-#     floor of the bytes it actually reads.
+#     and the dry run's peak RSS. rch-sweep reads every byte `cat` reads.
 #  1b. Memory: peak RSS of the dry run (all threads, no --verbose) at 10k,
 #     100k and 300k journals (BENCH_RSS_COUNTS), once of the benchmark mix
 #     (5 % candidates; target <= 8 MiB at 100k and 300k) and once with the
 #     same 500 candidates at every size (`gen-leases --candidates 500`):
 #     those must agree within 1 MiB, since memory may grow with candidates
 #     only. With --verbose, for contrast, every skipped journal is kept.
+#  1c. Large journals: 16 candidates of 8 MiB each, a large build's recipe
+#     (`gen-leases --only candidate --journal-bytes 8388608`: pretty-printed
+#     "target/debug/deps/<name>.rlib": "<64 hex>" lines in the phase's
+#     baseline and published). A dry run must judge all 16 candidates; its
+#     peak RSS (target <= 16 MiB), its time against `cat` of the same files,
+#     round-robin as above (target <= 8x cat), and the MB/s of journal bytes
+#     judged, with one scan thread and with all. BENCH_LARGE=0 skips it.
 #     An empty lease directory: a dry run and a real run (lock, state saved):
 #     target <= 2 ms; also a real run with the state on disk, where fsync
 #     costs (target <= 5 ms).
@@ -32,15 +36,13 @@
 # Needs: hyperfine and /usr/bin/time (Debian packages `hyperfine`, `time`;
 # installed here when run as root, else it says how), python3, cargo.
 # Journals are generated into /dev/shm when it is a tmpfs with room (about
-# 1.8 GB for 100k of the benchmark mix, 5 GB for 300k), else /tmp; BENCH_DIR
-# overrides that. BENCH_COUNTS overrides the scan sizes ("" skips them; default
+# 3.5 KB a journal of the benchmark mix: 350 MB for 100k, 1 GB for 300k, and
+# 128 MiB for the large ones), else /tmp; BENCH_DIR overrides that.
+# BENCH_COUNTS overrides the scan sizes ("" skips them; default
 # "10000 100000"), BENCH_RSS_COUNTS the memory sizes (default
-# "10000 100000 300000"; "" skips 1b). BENCH_NO_OVERSIZED=1 generates the
-# memory directories with `--no-oversized` (no 1.5 MiB journals, about 4 KB a
-# journal), so that 1,000,000 journals take about 4 GB rather than 16:
+# "10000 100000 300000"; "" skips 1b). 1,000,000 journals take about 3.5 GB:
 #
-#     BENCH_COUNTS= BENCH_RSS_COUNTS="10000 1000000" BENCH_NO_OVERSIZED=1 \
-#         scripts/bench.sh
+#     BENCH_COUNTS= BENCH_RSS_COUNTS="10000 1000000" BENCH_LARGE=0 scripts/bench.sh
 #
 # Everything generated is removed at exit.
 set -euo pipefail
@@ -48,7 +50,7 @@ cd "$(dirname "$0")/.."
 
 counts=${BENCH_COUNTS-"10000 100000"}
 rss_counts=${BENCH_RSS_COUNTS-"10000 100000 300000"}
-no_oversized=${BENCH_NO_OVERSIZED:-0}
+large=${BENCH_LARGE:-1}
 T=2 # seconds the concurrency fake sleeps
 
 say() { printf '%s\n' "$*"; }
@@ -74,13 +76,11 @@ bin=$PWD/target/release/rch-sweep
 gen=$PWD/target/release/examples/gen-leases
 
 # ---------------------------------------------------------------- where
-# About 16 KB a journal of the benchmark mix on average (4 KB without the
-# oversized ones), plus slack; one directory exists at a time.
-need_kb=65536
+# About 3.5 KB a journal of the benchmark mix, plus slack; 128 MiB for the
+# large journals; one directory exists at a time.
+need_kb=$(( 192 * 1024 ))
 for count in $counts $rss_counts; do
-  per_kb=18
-  case " $rss_counts " in *" $count "*) if [ "$no_oversized" = 1 ]; then per_kb=5; fi ;; esac
-  if [ $(( count * per_kb + 65536 )) -gt "$need_kb" ]; then need_kb=$(( count * per_kb + 65536 )); fi
+  if [ $(( count * 5 + 65536 )) -gt "$need_kb" ]; then need_kb=$(( count * 5 + 65536 )); fi
 done
 pick_base() {
   if [ -n "${BENCH_DIR:-}" ]; then echo "$BENCH_DIR"; return; fi
@@ -228,8 +228,7 @@ for count in $counts; do
   say "== scan: $count journals"
   "$gen" --count "$count" --dir "$dir" --seed 42 --now-ms "$now_ms" --live-pid $$
   total_bytes=$(find "$dir" -name '*.json' -printf '%s\n' | awk '{ s += $1 } END { print s }')
-  big=$(find "$dir" -name '*.json' -size +1048576c -printf '%s\n' | awk '{ n++; s += $1 } END { print n + 0, s + 0 }')
-  say "bytes: $total_bytes in all; $big (files, bytes) above 1 MiB, which rch-sweep refuses unread"
+  say "bytes: $total_bytes in all"
   # Warm the page cache and show what the sweep makes of the directory.
   find "$dir" -name '*.json' -print0 | xargs -0 cat >/dev/null
   "$bin" --dry-run --json --lease-dir "$dir" | python3 -c '
@@ -240,19 +239,16 @@ print("dry run: scanned", d["scanned"], "candidates", d["candidates"], "skipped"
   interleave "${BENCH_ROUNDS:-7}" \
     dry "$bin --dry-run --quiet --lease-dir $dir" \
     dry1 "RCH_SWEEP_SCAN_THREADS=1 $bin --dry-run --quiet --lease-dir $dir" \
-    cat_small "find $dir -name '*.json' -size -1048577c -print0 | xargs -0 cat > /dev/null" \
     cat "find $dir -name '*.json' -print0 | xargs -0 cat > /dev/null" >"$json"
   dry=$(jget "$json" dry median); dry1=$(jget "$json" dry1 median)
-  cat_all=$(jget "$json" cat median); cat_small=$(jget "$json" cat_small median)
+  cat_all=$(jget "$json" cat median)
   ratio=$(calc "f'{$(jget "$json" dry ratio):.2f}'")
   ratio_range=$(calc "f'{$(jget "$json" dry ratio_min):.2f}-{$(jget "$json" dry ratio_max):.2f}'")
   ratio1=$(calc "f'{$(jget "$json" dry1 ratio):.2f}'")
-  ratio_small=$(calc "f'{$dry / $cat_small:.2f}'")
   pressure=$(calc "f'{$(jget "$json" pressure):.0f}'") # -1: not known
   rss=$(peak_rss_kb "$bin" --dry-run --quiet --lease-dir "$dir")
   rss_mib=$(calc "f'{$rss / 1024:.1f}'")
   record "scan $count (medians of ${BENCH_ROUNDS:-7} rounds; CPU pressure $pressure %): dry run $threads threads $(ms "$dry") ms = ${ratio}x cat (rounds ${ratio_range}x); 1 thread $(ms "$dry1") ms = ${ratio1}x cat; cat $(ms "$cat_all") ms; peak RSS $rss_mib MiB"
-  record "scan $count: cat of only the <= 1 MiB files (what rch-sweep reads) $(ms "$cat_small") ms; dry run ($threads threads) / that = ${ratio_small}x"
   if [ "$count" = 100000 ]; then
     record "target 100k dry run ($threads threads) <= 0.6x cat: $(verdict "$(jget "$json" dry ratio) <= 0.6") (${ratio}x)"
   fi
@@ -260,17 +256,15 @@ print("dry run: scanned", d["scanned"], "candidates", d["candidates"], "skipped"
 done
 
 # ---------------------------------------------------------------- 1b. memory
-gen_flags=()
-if [ "$no_oversized" = 1 ]; then gen_flags+=(--no-oversized); fi
 rss_fixed=()
 for count in $rss_counts; do
   say ""
-  say "== memory: $count journals${gen_flags:+ (${gen_flags[*]})}"
+  say "== memory: $count journals"
   for mix in benchmark fixed; do
     dir=$root/rss-$mix-$count
     extra=()
     if [ "$mix" = fixed ]; then extra=(--candidates 500); fi
-    "$gen" --count "$count" --dir "$dir" --seed 42 --now-ms "$now_ms" --live-pid $$ "${gen_flags[@]}" "${extra[@]}"
+    "$gen" --count "$count" --dir "$dir" --seed 42 --now-ms "$now_ms" --live-pid $$ "${extra[@]}"
     candidates=$("$bin" --dry-run --json --lease-dir "$dir" | python3 -c 'import json, sys; print(json.load(sys.stdin)["candidates"])')
     rss=$(peak_rss_kb "$bin" --dry-run --quiet --lease-dir "$dir")
     line="memory $count, $mix mix: $candidates candidates; peak RSS $(calc "f'{$rss / 1024:.1f}'") MiB"
@@ -291,6 +285,38 @@ if [ ${#rss_fixed[@]} -gt 1 ]; then
   kbs=$(IFS=,; echo "${rss_fixed[*]}")
   spread=$(calc "max([$kbs]) - min([$kbs])")
   record "target same candidates, same peak RSS within 1 MiB at $(echo $rss_counts | tr ' ' '/') journals: $(verdict "$spread <= 1024") (spread $spread KiB)"
+fi
+
+# ---------------------------------------------------------------- 1c. large journals
+if [ "$large" = 1 ]; then
+  say ""
+  say "== large journals: 16 candidates of 8 MiB"
+  dir=$root/large
+  "$gen" --count 16 --dir "$dir" --seed 42 --now-ms "$now_ms" --live-pid $$ \
+    --only candidate --journal-bytes 8388608
+  large_bytes=$(find "$dir" -name '*.json' -printf '%s\n' | awk '{ s += $1 } END { print s }')
+  cat "$dir"/*.json >/dev/null
+  judged=$("$bin" --dry-run --json --lease-dir "$dir" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+print(d["scanned"], d["candidates"])')
+  [ "$judged" = "16 16" ] || die "a dry run did not judge all 16 large journals candidates (scanned, candidates: $judged)"
+  json=$root/large.json
+  interleave "${BENCH_ROUNDS:-7}" \
+    dry "$bin --dry-run --quiet --lease-dir $dir" \
+    dry1 "RCH_SWEEP_SCAN_THREADS=1 $bin --dry-run --quiet --lease-dir $dir" \
+    cat "cat $dir/*.json > /dev/null" >"$json"
+  dry=$(jget "$json" dry median); dry1=$(jget "$json" dry1 median); cat_all=$(jget "$json" cat median)
+  ratio=$(calc "f'{$(jget "$json" dry ratio):.1f}'")
+  ratio_range=$(calc "f'{$(jget "$json" dry ratio_min):.1f}-{$(jget "$json" dry ratio_max):.1f}'")
+  ratio1=$(calc "f'{$(jget "$json" dry1 ratio):.1f}'")
+  pressure=$(calc "f'{$(jget "$json" pressure):.0f}'")
+  rate=$(calc "f'{$large_bytes / $dry / 1e6:.0f}'"); rate1=$(calc "f'{$large_bytes / $dry1 / 1e6:.0f}'")
+  rss=$(peak_rss_kb "$bin" --dry-run --quiet --lease-dir "$dir")
+  rss1=$(peak_rss_kb env RCH_SWEEP_SCAN_THREADS=1 "$bin" --dry-run --quiet --lease-dir "$dir")
+  record "large journals: 16 x 8 MiB ($large_bytes bytes), all 16 judged candidates (medians of ${BENCH_ROUNDS:-7} rounds; CPU pressure $pressure %): dry run $threads threads $(ms "$dry") ms = ${ratio}x cat (rounds ${ratio_range}x), $rate MB/s; 1 thread $(ms "$dry1") ms = ${ratio1}x cat, $rate1 MB/s; cat $(ms "$cat_all") ms; peak RSS $(calc "f'{$rss / 1024:.1f}'") MiB ($threads threads), $(calc "f'{$rss1 / 1024:.1f}'") MiB (1 thread)"
+  record "target large journals: peak RSS <= 16 MiB: $(verdict "max($rss, $rss1) <= 16 * 1024"); dry run ($threads threads) <= 8x cat: $(verdict "$(jget "$json" dry ratio) <= 8") (${ratio}x)"
+  rm -rf "$dir"
 fi
 
 # ---------------------------------------------------------------- empty dir

@@ -163,8 +163,9 @@ pub fn is_executable(path: &Path) -> bool {
 }
 
 /// Most scan threads started without `RCH_SWEEP_SCAN_THREADS`: a scan reads
-/// from one page cache or disk, and each thread holds a read buffer of up to
-/// 1 MiB, so cores past this many would add memory sooner than speed.
+/// from one page cache or disk, and each thread holds a read buffer and the
+/// longest string of the journal it parses, so cores past this many would
+/// add memory sooner than speed.
 pub const MAX_SCAN_THREADS: usize = 16;
 
 /// Threads for the scan: `RCH_SWEEP_SCAN_THREADS` when it is a whole number

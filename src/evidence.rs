@@ -101,10 +101,14 @@ pub enum Evidence {
     Name { canonical: bool },
     /// `foreign_owner`: the file's owner (None: could not be read).
     Owner { uid: Option<u32>, euid: u32 },
-    /// `unreadable`, passed: the size read.
-    Size(u64),
-    /// `unreadable`: over the size limit.
-    TooLarge(u64),
+    /// `unreadable`, passed: the journal's size (what `fstat` said, or what
+    /// was read when that is more) and the limit.
+    Size { size: u64, limit: u64 },
+    /// `unreadable`: over the size limit when opened (not read).
+    TooLarge { size: u64, limit: u64 },
+    /// `unreadable`: grew past the size limit while it was read (`seen`:
+    /// the most bytes it was seen to hold).
+    GrewTooLarge { seen: u64, limit: u64 },
     /// `unreadable`: an I/O error.
     ReadError(String),
     /// `unreadable`: gone between listing and opening.
@@ -192,13 +196,23 @@ impl fmt::Display for Evidence {
                 "owner uid {}, but rch-sweep runs as uid {euid}: no authority to recover with this user's keys",
                 uid.map_or_else(|| "unknown".to_owned(), |uid| uid.to_string())
             ),
-            Evidence::Size(size) => {
-                write!(f, "{} bytes read, within the 1 MiB limit", thousands(*size))
-            }
-            Evidence::TooLarge(size) => write!(
+            Evidence::Size { size, limit } => write!(
                 f,
-                "{} bytes, over the 1 MiB limit: not read",
-                thousands(*size)
+                "{} bytes, within the {} limit",
+                thousands(*size),
+                mebibytes(*limit)
+            ),
+            Evidence::TooLarge { size, limit } => write!(
+                f,
+                "{} bytes, over the {} limit: not read",
+                thousands(*size),
+                mebibytes(*limit)
+            ),
+            Evidence::GrewTooLarge { seen, limit } => write!(
+                f,
+                "grew past the {} limit while it was read ({} bytes seen): not judged",
+                mebibytes(*limit),
+                thousands(*seen)
             ),
             Evidence::ReadError(error) => write!(f, "read error: {error}"),
             Evidence::Vanished => f.write_str("vanished between listing and reading"),
@@ -308,6 +322,16 @@ impl fmt::Display for Evidence {
     }
 }
 
+/// `64 MiB`: a limit as it is documented (whole MiB), else in bytes.
+fn mebibytes(bytes: u64) -> String {
+    const MIB: u64 = 1024 * 1024;
+    if bytes % MIB == 0 {
+        format!("{} MiB", bytes / MIB)
+    } else {
+        format!("{} bytes", thousands(bytes))
+    }
+}
+
 /// `2,481`: byte counts an operator can read at a glance.
 pub fn thousands(n: u64) -> String {
     let digits = n.to_string();
@@ -353,9 +377,30 @@ mod tests {
                 .to_string()
                 .starts_with("owner uid 0, but rch-sweep runs as uid 1000")
         );
+        let limit = 64 * 1024 * 1024;
         assert_eq!(
-            Evidence::TooLarge(1_572_864).to_string(),
-            "1,572,864 bytes, over the 1 MiB limit: not read"
+            Evidence::Size {
+                size: 3_145_728,
+                limit
+            }
+            .to_string(),
+            "3,145,728 bytes, within the 64 MiB limit"
+        );
+        assert_eq!(
+            Evidence::TooLarge {
+                size: limit + 1,
+                limit
+            }
+            .to_string(),
+            "67,108,865 bytes, over the 64 MiB limit: not read"
+        );
+        assert_eq!(
+            Evidence::GrewTooLarge {
+                seen: limit + 1,
+                limit
+            }
+            .to_string(),
+            "grew past the 64 MiB limit while it was read (67,108,865 bytes seen): not judged"
         );
     }
 

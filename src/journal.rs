@@ -6,19 +6,42 @@
 //! accepts files owned by the user running the sweep, since a journal is the
 //! authority for a recovery run with that user's keys. Unknown fields are
 //! allowed so journals of newer rch versions still parse.
+//!
+//! rch loads a journal with `serde_json::from_slice::<DurableJobLease>` and
+//! no size limit, and the journal of a large build reaches megabytes (its
+//! recipe fingerprints every output file). So a journal is parsed here as a
+//! stream from its open descriptor, into a struct with rch's field names,
+//! order and serde attributes (so serde itself decides missing fields,
+//! duplicates, types and the positional-array form, exactly as for rch),
+//! whose fields keep only what the rules read: the recipe is reduced to a
+//! [`Recipe`] and `phase` to nothing. Memory then does not grow with the
+//! journal, only with its longest string: serde_json's stream reader copies
+//! each string it parses into one scratch buffer, which grows to the
+//! longest string of the journal and is dropped with it. (serde_json's
+//! stream reader and rch's slice reader share their checks: escapes, UTF-8,
+//! numbers, depth; the unit tests hold the two to the same verdicts over
+//! rch's corpus.)
 
 use crate::evidence::{FileKind, FileStat};
+use crate::recipe::Recipe;
 use serde::Deserialize;
+use serde::de::{self, Deserializer, Visitor};
 use std::ffi::CString;
+use std::fmt;
 use std::fs::File;
-use std::io::{self, Read};
+use std::io::{self, BufReader, Read};
 use std::os::fd::{AsRawFd, FromRawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
-/// Larger journals are refused; rch's are a few KiB.
-pub const MAX_JOURNAL_BYTES: u64 = 1024 * 1024;
+/// Larger journals are refused. rch itself sets no limit; the largest it
+/// writes (a recipe with a fingerprint per output file of a big workspace)
+/// are a few MiB, so this only stops a runaway or hostile file.
+pub const MAX_JOURNAL_BYTES: u64 = 64 * 1024 * 1024;
+
+/// How much of a journal is read from the file at once.
+const READ_CHUNK: usize = 64 * 1024;
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct JobIdentity {
@@ -57,9 +80,12 @@ pub enum ProcessStart {
     Darwin { seconds: u64, microseconds: u32 },
 }
 
-/// The fields of rch's journal that the decisions need. The required ones
-/// are the ones rch itself requires, so a journal rch would refuse to load
-/// is `malformed` here rather than a recovery that fails forever.
+/// rch's journal, field for field: the same names, order and serde
+/// attributes as rch's `DurableJobLease`, so a journal rch would refuse to
+/// load is `malformed` here rather than a recovery that fails forever, and
+/// one it loads is judged on its merits. Where no rule reads a field, its
+/// type checks what rch's type checks and keeps nothing ([`Unread`]); the
+/// recipe keeps only the keys the rules read ([`Recipe`]).
 #[derive(Debug, Clone, Deserialize)]
 pub struct DurableJobLease {
     pub schema_version: u32,
@@ -71,10 +97,13 @@ pub struct DurableJobLease {
     pub boot_id: Option<String>,
     /// Typed as rch types it: a shape rch cannot deserialize makes the whole
     /// journal `malformed`, since `rch jobs recover` could not even load it.
+    /// (serde buffers an internally tagged enum's fields before it picks the
+    /// variant, as it does for rch: what `start` holds is held while parsed.)
     #[serde(default)]
     pub process_birth: Option<ProcessIdentity>,
     pub state: LeaseState,
-    pub phase: String,
+    /// rch's `String`; no rule reads it.
+    pub phase: Unread,
     #[serde(default)]
     pub worker_id: Option<String>,
     pub heartbeat_unix_ms: u64,
@@ -82,11 +111,46 @@ pub struct DurableJobLease {
     pub self_healing_enabled: bool,
     pub command_fingerprint: String,
     pub terminal_acknowledged: bool,
-    /// The recovery recipe, untyped as rch stores it.
+    /// rch's untyped `Option<serde_json::Value>`, checked as `Value` checks
+    /// it and reduced to what the rules read.
     #[serde(default)]
-    pub recovery: Option<serde_json::Value>,
+    pub recovery: Option<Recipe>,
     #[serde(default)]
     pub exit_code: Option<i32>,
+}
+
+/// A field rch types as `String` that no rule reads: accepted exactly when
+/// a `String` would be (the same deserializer call and visitor methods),
+/// and not kept.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Unread;
+
+impl<'de> Deserialize<'de> for Unread {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Unread, D::Error> {
+        deserializer.deserialize_string(UnreadVisitor)
+    }
+}
+
+/// serde's own `String` visitor, minus the string.
+struct UnreadVisitor;
+
+impl Visitor<'_> for UnreadVisitor {
+    type Value = Unread;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+        formatter.write_str("a string")
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Unread, E> {
+        Ok(Unread)
+    }
+
+    fn visit_bytes<E: de::Error>(self, bytes: &[u8]) -> Result<Unread, E> {
+        match std::str::from_utf8(bytes) {
+            Ok(_) => Ok(Unread),
+            Err(_) => Err(E::invalid_value(de::Unexpected::Bytes(bytes), &self)),
+        }
+    }
 }
 
 /// Why a journal file could not be turned into a lease. Each carries the
@@ -99,8 +163,11 @@ pub enum ReadFailure {
     NotRegular(FileKind),
     /// Owned by another user (uid None: could not be read).
     ForeignOwner { uid: Option<u32>, euid: u32 },
-    /// Larger than [`MAX_JOURNAL_BYTES`].
+    /// Larger than [`MAX_JOURNAL_BYTES`] when opened: not read.
     TooLarge(u64),
+    /// Grew past [`MAX_JOURNAL_BYTES`] while it was read (the most bytes it
+    /// was seen to hold).
+    GrewTooLarge(u64),
     /// An I/O error.
     Unreadable(String),
     /// Not the lease JSON shape.
@@ -192,13 +259,12 @@ impl LeaseDir {
         }
     }
 
-    /// Reads the journal `name` into `buffer` (cleared first), refusing what
-    /// is not a regular file owned by this user or is too large. Opened with
-    /// `O_NOFOLLOW | O_NONBLOCK`, so a symlink or FIFO never blocks or leads
-    /// elsewhere; the type and owner are checked on the opened descriptor,
-    /// whose size and owner are returned as the evidence they are.
-    pub fn read(&self, name: &[u8], buffer: &mut Vec<u8>) -> Result<FileStat, ReadFailure> {
-        buffer.clear();
+    /// Opens the journal `name`, refusing what is not a regular file owned
+    /// by this user or is too large. Opened with `O_NOFOLLOW | O_NONBLOCK`,
+    /// so a symlink or FIFO never blocks or leads elsewhere; the type, owner
+    /// and size are checked on the opened descriptor, and returned as the
+    /// evidence they are. [`read_lease`] then parses what was opened.
+    pub fn open_journal(&self, name: &[u8]) -> Result<(File, FileStat), ReadFailure> {
         let c_name = CString::new(name).map_err(|_| ReadFailure::NotRegular(FileKind::Unknown))?;
         // SAFETY: the directory fd is open for the lifetime of `self` and
         // `c_name` is a valid NUL-terminated string.
@@ -254,19 +320,12 @@ impl LeaseDir {
         if meta.len() > MAX_JOURNAL_BYTES {
             return Err(ReadFailure::TooLarge(meta.len()));
         }
-        (&file)
-            .take(MAX_JOURNAL_BYTES + 1)
-            .read_to_end(buffer)
-            .map_err(|error| ReadFailure::Unreadable(error.to_string()))?;
-        // The file may have grown after fstat.
-        if buffer.len() as u64 > MAX_JOURNAL_BYTES {
-            return Err(ReadFailure::TooLarge(buffer.len() as u64));
-        }
-        Ok(FileStat {
-            size: buffer.len() as u64,
+        let stat = FileStat {
+            size: meta.len(),
             uid: meta.uid(),
             euid: self.euid,
-        })
+        };
+        Ok((file, stat))
     }
 
     /// Reads and parses the journal of `wrapper_id` (which must be canonical).
@@ -274,9 +333,8 @@ impl LeaseDir {
         if !is_wrapper_id(wrapper_id) {
             return Err(ReadFailure::Malformed("not a canonical wrapper id".into()));
         }
-        let mut buffer = Vec::new();
-        self.read(format!("{wrapper_id}.json").as_bytes(), &mut buffer)?;
-        parse(&buffer).map_err(|error| ReadFailure::Malformed(error.to_string()))
+        let (file, _) = self.open_journal(format!("{wrapper_id}.json").as_bytes())?;
+        read_lease(&file).map(|(lease, _)| lease)
     }
 
     /// `fstatat(.., AT_SYMLINK_NOFOLLOW)` of an entry: never follows a link.
@@ -409,15 +467,92 @@ impl LeaseDir {
     }
 }
 
-/// Parses journal bytes. serde_json's recursion limit keeps deeply nested
-/// input from exhausting the stack.
+/// Reads an opened journal (from its current offset, the start for one
+/// just opened) as a stream and parses it: the lease and the bytes read.
+///
+/// At most [`MAX_JOURNAL_BYTES`] are read: a file that grew past it since
+/// it was opened is [`ReadFailure::GrewTooLarge`], whatever its bytes say.
+/// An I/O error is `Unreadable`; anything rch's loader would refuse is
+/// `Malformed`.
+pub fn read_lease(file: &File) -> Result<(DurableJobLease, u64), ReadFailure> {
+    read_lease_within(file, MAX_JOURNAL_BYTES)
+}
+
+/// [`read_lease`] with a limit of `limit` bytes (tests use small ones).
+fn read_lease_within(file: &File, limit: u64) -> Result<(DurableJobLease, u64), ReadFailure> {
+    let mut counted = Counted {
+        file,
+        limit,
+        read: 0,
+        over: false,
+    };
+    let parsed = parse_from(BufReader::with_capacity(READ_CHUNK, &mut counted));
+    if counted.over {
+        return Err(ReadFailure::GrewTooLarge(counted.read));
+    }
+    match parsed {
+        Ok(lease) => Ok((lease, counted.read)),
+        Err(error) if error.is_io() => Err(ReadFailure::Unreadable(error.to_string())),
+        Err(error) => {
+            // A parse that stopped early read only part of the file: should
+            // it have grown past the limit meanwhile, it is too large (which
+            // SPEC checks before the shape), not malformed.
+            match file.metadata() {
+                Ok(meta) if meta.len() > limit => Err(ReadFailure::GrewTooLarge(meta.len())),
+                _ => Err(ReadFailure::Malformed(error.to_string())),
+            }
+        }
+    }
+}
+
+/// A journal file that counts what is read from it and refuses to deliver
+/// more than [`MAX_JOURNAL_BYTES`], so a file growing while it is parsed can
+/// neither make the read unbounded nor pass for a shorter, valid one.
+struct Counted<'f> {
+    file: &'f File,
+    limit: u64,
+    read: u64,
+    /// A byte past the limit was read.
+    over: bool,
+}
+
+impl Read for Counted<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.over {
+            return Err(io::Error::other("journal larger than the limit"));
+        }
+        // One byte past the limit is enough to know it was passed.
+        let room = (self.limit + 1 - self.read).min(buf.len() as u64) as usize;
+        let n = self.file.read(&mut buf[..room])?;
+        self.read += n as u64;
+        if self.read > self.limit {
+            self.over = true;
+            return Err(io::Error::other("journal larger than the limit"));
+        }
+        Ok(n)
+    }
+}
+
+/// Parses one journal from `reader` as rch's loader parses it: the whole
+/// input must be one lease, with nothing but whitespace after it.
+/// serde_json's recursion limit keeps deeply nested input from exhausting
+/// the stack.
+pub fn parse_from(reader: impl Read) -> Result<DurableJobLease, serde_json::Error> {
+    let mut deserializer = serde_json::Deserializer::from_reader(reader);
+    let lease = DurableJobLease::deserialize(&mut deserializer)?;
+    deserializer.end()?;
+    Ok(lease)
+}
+
+/// Parses journal bytes, as [`read_lease`] parses a file.
 pub fn parse(bytes: &[u8]) -> Result<DurableJobLease, serde_json::Error> {
-    serde_json::from_slice(bytes)
+    parse_from(bytes)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::recipe::Slot;
 
     #[test]
     fn only_canonical_wrapper_ids_are_accepted() {
@@ -478,6 +613,292 @@ mod tests {
         assert!(parse(deep.as_bytes()).is_err());
         let deep_recipe = format!(r#"{{"recovery": {}}}"#, "[".repeat(100_000));
         assert!(parse(deep_recipe.as_bytes()).is_err());
+    }
+
+    /// rch's own `DurableJobLease`, as rch-lease-format.md §1 gives it: the
+    /// reference that [`DurableJobLease`] must accept and refuse exactly as,
+    /// and read the same facts from, while keeping far less.
+    #[derive(Deserialize)]
+    struct RchLease {
+        schema_version: u32,
+        identity: JobIdentity,
+        wrapper_pid: u32,
+        #[serde(default)]
+        process_start_ticks: Option<u64>,
+        #[serde(default)]
+        boot_id: Option<String>,
+        #[serde(default)]
+        process_birth: Option<ProcessIdentity>,
+        state: LeaseState,
+        #[allow(dead_code)]
+        phase: String,
+        #[serde(default)]
+        worker_id: Option<String>,
+        heartbeat_unix_ms: u64,
+        strict_remote: bool,
+        self_healing_enabled: bool,
+        command_fingerprint: String,
+        terminal_acknowledged: bool,
+        #[serde(default)]
+        recovery: Option<serde_json::Value>,
+        #[serde(default)]
+        exit_code: Option<i32>,
+    }
+
+    /// What a rule reading `value` (a recipe key's value) would see.
+    fn slot_of(value: Option<&serde_json::Value>, keep_text: bool) -> Slot {
+        use serde_json::Value;
+        match value {
+            None => Slot::Absent,
+            Some(Value::Null) => Slot::Null,
+            Some(Value::Bool(value)) => Slot::Bool(*value),
+            Some(Value::Number(number)) => Slot::Number(number.clone()),
+            Some(Value::String(text)) => Slot::String(keep_text.then(|| text.clone())),
+            Some(Value::Array(items)) => Slot::Array(items.len()),
+            Some(Value::Object(_)) => Slot::Object,
+        }
+    }
+
+    /// The recipe `recovery` should be read as, from rch's `Value`.
+    fn recipe_of(recovery: &serde_json::Value) -> Recipe {
+        let key = |key: &str| slot_of(recovery.get(key), false);
+        Recipe {
+            object: recovery.is_object(),
+            version: key("version"),
+            wrapper_id: slot_of(recovery.get("wrapper_id"), true),
+            build_id: key("build_id"),
+            worker_id: match recovery.get("worker") {
+                Some(serde_json::Value::Object(worker)) => slot_of(worker.get("id"), true),
+                _ => Slot::Absent,
+            },
+            source_roots: key("source_roots"),
+            pair: key("pair"),
+            retire_root: key("retire_root"),
+            retired: key("retired"),
+            sources_released: key("sources_released"),
+            pair_released: key("pair_released"),
+            tree_retired: key("tree_retired"),
+            returned: key("returned"),
+            daemon_exit_code: key("daemon_exit_code"),
+        }
+    }
+
+    /// Whether `bytes` is read by [`parse`] (a stream) as rch's loader
+    /// (`from_slice` into rch's struct) reads it: both refuse it (false), or
+    /// both accept it and see the same facts (true); else what differs.
+    fn agrees_with_rch(bytes: &[u8]) -> Result<bool, String> {
+        let rch = serde_json::from_slice::<RchLease>(bytes);
+        let ours = parse(bytes);
+        let (rch, ours) = match (rch, ours) {
+            (Err(_), Err(_)) => return Ok(false),
+            (Ok(_), Err(error)) => return Err(format!("rch loads it, ours: {error}")),
+            (Err(error), Ok(_)) => return Err(format!("rch refuses it ({error}), ours loads it")),
+            (Ok(rch), Ok(ours)) => (rch, ours),
+        };
+        let same = rch.schema_version == ours.schema_version
+            && rch.identity == ours.identity
+            && rch.wrapper_pid == ours.wrapper_pid
+            && rch.process_start_ticks == ours.process_start_ticks
+            && rch.boot_id == ours.boot_id
+            && rch.process_birth == ours.process_birth
+            && rch.state == ours.state
+            && rch.worker_id == ours.worker_id
+            && rch.heartbeat_unix_ms == ours.heartbeat_unix_ms
+            && rch.strict_remote == ours.strict_remote
+            && rch.self_healing_enabled == ours.self_healing_enabled
+            && rch.command_fingerprint == ours.command_fingerprint
+            && rch.terminal_acknowledged == ours.terminal_acknowledged
+            && rch.exit_code == ours.exit_code;
+        if !same {
+            return Err("a top-level field reads differently".into());
+        }
+        let expected = rch.recovery.as_ref().map(recipe_of);
+        if expected != ours.recovery {
+            return Err(format!(
+                "the recipe reads differently: rch {expected:?}, ours {:?}",
+                ours.recovery
+            ));
+        }
+        Ok(true)
+    }
+
+    const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/rch-corpus");
+
+    #[test]
+    fn every_corpus_journal_reads_as_rchs_loader_reads_it() {
+        let mut loaded = 0;
+        let mut seen = 0;
+        let mut mismatches = Vec::new();
+        for folder in ["job-leases", "targets"] {
+            let dir = Path::new(CORPUS).join(folder);
+            for entry in std::fs::read_dir(&dir).expect("the vendored corpus") {
+                let path = entry.expect("entry").path();
+                if path.is_symlink() {
+                    continue;
+                }
+                let bytes = std::fs::read(&path).expect("journal");
+                seen += 1;
+                match agrees_with_rch(&bytes) {
+                    Ok(true) => loaded += 1,
+                    Ok(false) => {}
+                    Err(why) => mismatches.push(format!("{}: {why}", path.display())),
+                }
+            }
+        }
+        assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+        // 878 regular journals and the one target of a link.
+        assert_eq!(seen, 879);
+        assert!(loaded > 250, "only {loaded} loaded");
+    }
+
+    /// A lease around `recovery` (raw JSON text).
+    fn with_recovery(recovery: &str) -> String {
+        format!(
+            r#"{{"schema_version": 1, "identity": {{"local_wrapper_id": "rchw-x"}},
+               "wrapper_pid": 5, "state": "running", "phase": "execute",
+               "heartbeat_unix_ms": 0, "strict_remote": false,
+               "self_healing_enabled": true, "command_fingerprint": "blake3:x",
+               "terminal_acknowledged": false, "recovery": {recovery}}}"#
+        )
+    }
+
+    /// `text` with `placeholder` replaced by `bytes`, and `extra` put just
+    /// before its last byte (the lease's closing brace).
+    fn spliced(text: &str, placeholder: &[u8], bytes: &[u8], extra: &[u8]) -> Vec<u8> {
+        let mut text = text.as_bytes().to_vec();
+        let spot = text
+            .windows(placeholder.len())
+            .position(|window| window == placeholder)
+            .expect("placeholder");
+        text.splice(spot..spot + placeholder.len(), bytes.iter().copied());
+        let end = text.len() - 1;
+        text.splice(end..end, extra.iter().copied());
+        text
+    }
+
+    #[test]
+    fn the_recipe_is_read_as_rchs_value_reads_it() {
+        let deep = |depth: usize| format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+        let cases = [
+            r#"{"retired": false, "retired": true}"#.to_owned(),
+            r#"{"source_roots": ["/a"], "source_roots": []}"#.to_owned(),
+            r#"{"worker": {"id": "a", "id": "b"}}"#.to_owned(),
+            r#"{"worker": {"id": "a"}, "worker": {"host": "h"}}"#.to_owned(),
+            r#"{"worker": {"id": 5}, "wrapper_id": ["rchw-x"]}"#.to_owned(),
+            r#"{"worker": "hz4", "build_id": 7.0, "version": -2}"#.to_owned(),
+            r#"{"returned": 18446744073709551615, "daemon_exit_code": -9223372036854775808}"#
+                .to_owned(),
+            r#"{"returned": 18446744073709551616, "build_id": 1e308, "version": -0}"#.to_owned(),
+            r#"{"returned": 1e309}"#.to_owned(),
+            r#"{"returned": -9223372036854775809}"#.to_owned(),
+            r#"{"pair": null, "retire_root": {}, "tree_retired": "yes"}"#.to_owned(),
+            r#"{"\u0072etired": true, "retired\u0000": false}"#.to_owned(),
+            r#"{"wrapper_id": "rchw-\u0078", "worker": {"\u0069d": "w\"1"}}"#.to_owned(),
+            r#"{"phases": [{"baseline": {"a\ud800": "x"}}]}"#.to_owned(),
+            r#"{"phases": [{"baseline": {"a": "\udc00"}}]}"#.to_owned(),
+            r#"{"phases": [{"baseline": {"a": "\ud83d\ude00"}}]}"#.to_owned(),
+            r#"{"phases": [{"baseline": {"a": "\x"}}]}"#.to_owned(),
+            "{\"phases\": [{\"baseline\": {\"a\": \"tab\tinside\"}}]}".to_owned(),
+            r#"{"phases": [01]}"#.to_owned(),
+            r#"{"phases": [1,]}"#.to_owned(),
+            r#"{"phases": {"a": 1,}}"#.to_owned(),
+            r#"{"phases": [1.]}"#.to_owned(),
+            r#"{1: 2}"#.to_owned(),
+            r#"[1, {"retired": true}]"#.to_owned(),
+            r#""recipe""#.to_owned(),
+            "true".to_owned(),
+            "-1.5e3".to_owned(),
+            "null".to_owned(),
+            format!(r#"{{"phases": {}}}"#, deep(124)),
+            format!(r#"{{"phases": {}}}"#, deep(125)),
+            format!(r#"{{"phases": {}}}"#, deep(126)),
+            deep(125),
+            deep(126),
+            deep(127),
+        ];
+        let mut loaded = 0;
+        for recovery in &cases {
+            match agrees_with_rch(with_recovery(recovery).as_bytes()) {
+                Ok(true) => loaded += 1,
+                Ok(false) => {}
+                Err(why) => panic!("recovery {recovery}: {why}"),
+            }
+        }
+        // Raw bytes that are not UTF-8: in a kept key, in a dropped one, and
+        // in an unknown top-level field (which rch skips unchecked).
+        for (recovery, extra) in [
+            (&b"{\"wrapper_id\": \"\xff\"}"[..], &b""[..]),
+            (&b"{\"identity\": \"\xc0\x80\"}"[..], &b""[..]),
+            (&b"{\"\xed\xa0\x80\": 1}"[..], &b""[..]),
+            (&b"{}"[..], &b", \"unknown\": \"\xff\""[..]),
+        ] {
+            let text = spliced(&with_recovery("RECIPE"), b"RECIPE", recovery, extra);
+            match agrees_with_rch(&text) {
+                Ok(true) => loaded += 1,
+                Ok(false) => {}
+                Err(why) => panic!("{}: {why}", String::from_utf8_lossy(&text)),
+            }
+        }
+        // Some of each kind, so the comparison is not all refusals.
+        assert!((10..cases.len()).contains(&loaded), "{loaded} loaded");
+    }
+
+    #[test]
+    fn phase_is_checked_as_the_string_rch_reads_and_an_unknown_field_is_not() {
+        let lease = |phase: &[u8], unknown: &[u8]| {
+            spliced(&with_birth("null"), b"\"execute\"", phase, unknown)
+        };
+        assert!(parse(&lease(b"\"sync_up\"", b"")).is_ok());
+        for bad in [&b"\"\xff\""[..], b"null", b"5", b"[]", b"\"\\ud800\""] {
+            assert!(
+                parse(&lease(bad, b"")).is_err(),
+                "{}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+        // rch skips an unknown field without checking its bytes: so do we.
+        assert!(parse(&lease(b"\"x\"", b", \"note\": \"\xff\"")).is_ok());
+    }
+
+    #[test]
+    fn a_journal_past_the_limit_is_too_large_never_malformed() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("journal.json");
+        let text = with_birth("null");
+        std::fs::write(&path, &text).expect("write");
+        let open = || File::open(&path).expect("open");
+        let size = text.len() as u64;
+        let (lease, read) = read_lease_within(&open(), size).expect("at the limit");
+        assert_eq!((lease.wrapper_pid, read), (5, size));
+        // One byte over: reading stops at the limit, and what was read (a
+        // valid prefix, short of its end) is not taken for a malformed one.
+        assert!(matches!(
+            read_lease_within(&open(), size - 1),
+            Err(ReadFailure::GrewTooLarge(seen)) if seen == size
+        ));
+        // Trailing whitespace past the limit counts too.
+        std::fs::write(&path, format!("{text}{}", " ".repeat(100))).expect("write");
+        assert!(matches!(
+            read_lease_within(&open(), size + 50),
+            Err(ReadFailure::GrewTooLarge(_))
+        ));
+        // A file over the limit that is broken early: too large, not
+        // malformed, whether the read got past the limit (the first chunk
+        // read does) or stopped at the error before it (and the size seen
+        // afterwards is over it).
+        std::fs::write(&path, format!("{{oops{}", " ".repeat(200_000))).expect("write");
+        assert!(matches!(
+            read_lease_within(&open(), 100),
+            Err(ReadFailure::GrewTooLarge(101))
+        ));
+        assert!(matches!(
+            read_lease_within(&open(), 100_000),
+            Err(ReadFailure::GrewTooLarge(200_005))
+        ));
+        assert!(matches!(
+            read_lease_within(&open(), 200_005),
+            Err(ReadFailure::Malformed(_))
+        ));
     }
 
     fn with_birth(birth: &str) -> String {

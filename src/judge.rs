@@ -9,10 +9,10 @@
 use crate::evidence::{Check, Evidence, Judgement, Recipe};
 use crate::journal::{DurableJobLease, LeaseState};
 use crate::owner::{Observation, Presence, Recorded};
+use crate::recipe::Slot;
 use SkipReason::{
     HeartbeatFresh, Malformed, NoPid, NotAdmitted, NotOwning, OwnerAlive, OwnerUnverified, Terminal,
 };
-use serde_json::Value;
 
 /// Why a journal is not a candidate, in the order SPEC.md checks them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -89,17 +89,12 @@ pub fn owns_unretired_source(lease: &DurableJobLease) -> bool {
 /// What an unretired recipe owns: the number of source roots, a pair, a
 /// retire root (at least one of them); None when it owns nothing.
 fn owned_source(lease: &DurableJobLease) -> Option<(usize, bool, bool)> {
-    let recipe = lease
-        .recovery
-        .as_ref()
-        .filter(|recipe| recipe.is_object())?;
-    let roots = recipe["source_roots"].as_array().map_or(0, Vec::len);
-    let pair = recipe.get("pair").is_some_and(|pair| !pair.is_null());
-    let retire_root = recipe
-        .get("retire_root")
-        .is_some_and(|root| !root.is_null());
+    let recipe = lease.recovery.as_ref().filter(|recipe| recipe.object)?;
+    let roots = recipe.source_roots.array_len().unwrap_or(0);
+    let pair = recipe.pair.is_set();
+    let retire_root = recipe.retire_root.is_set();
     let owns = roots > 0 || pair || retire_root;
-    (owns && recipe["retired"].as_bool() != Some(true)).then_some((roots, pair, retire_root))
+    (owns && recipe.retired.as_bool() != Some(true)).then_some((roots, pair, retire_root))
 }
 
 /// A delivered and retired result bound to this very lease, waiting only for
@@ -122,35 +117,37 @@ fn handoff(lease: &DurableJobLease) -> Result<i32, &'static str> {
         .as_deref()
         .filter(|id| !id.is_empty())
         .ok_or("no worker_id")?;
-    let roots = recipe["source_roots"]
-        .as_array()
+    let roots = recipe
+        .source_roots
+        .array_len()
         .ok_or("recovery.source_roots is not an array")?;
-    let flag = |key: &str| recipe[key].as_bool() == Some(true);
-    if recipe["version"].as_u64() != Some(2) {
+    let flag = |slot: &Slot| slot.as_bool() == Some(true);
+    if recipe.version.as_u64() != Some(2) {
         return Err("recovery.version is not 2");
     }
-    if recipe["wrapper_id"].as_str() != Some(lease.identity.local_wrapper_id.as_str()) {
+    if recipe.wrapper_id.as_str() != Some(lease.identity.local_wrapper_id.as_str()) {
         return Err("recovery.wrapper_id is not this lease's");
     }
-    if recipe["build_id"].as_u64() != Some(build_id) {
+    if recipe.build_id.as_u64() != Some(build_id) {
         return Err("recovery.build_id is not the lease's build");
     }
-    if recipe["worker"]["id"].as_str() != Some(worker) {
+    if recipe.worker_id.as_str() != Some(worker) {
         return Err("recovery.worker.id is not the lease's worker");
     }
-    if !flag("retired") {
+    if !flag(&recipe.retired) {
         return Err("recovery.retired is not true");
     }
-    if !roots.is_empty() && !flag("sources_released") {
+    if roots > 0 && !flag(&recipe.sources_released) {
         return Err("recovery.sources_released is not true");
     }
-    if !recipe["pair"].is_null() && !flag("pair_released") {
+    if recipe.pair.is_set() && !flag(&recipe.pair_released) {
         return Err("recovery.pair_released is not true");
     }
-    if !recipe["retire_root"].is_null() && !flag("tree_retired") {
+    if recipe.retire_root.is_set() && !flag(&recipe.tree_retired) {
         return Err("recovery.tree_retired is not true");
     }
-    recipe["returned"]
+    recipe
+        .returned
         .as_i64()
         .and_then(|code| i32::try_from(code).ok())
         .ok_or("recovery.returned is not an i32")
@@ -245,8 +242,8 @@ fn decide(
             Err(gap) => {
                 let recipe = match &lease.recovery {
                     None => Recipe::Missing,
-                    Some(recipe) if !recipe.is_object() => Recipe::NotObject,
-                    Some(recipe) if recipe["retired"].as_bool() == Some(true) => Recipe::Retired,
+                    Some(recipe) if !recipe.object => Recipe::NotObject,
+                    Some(recipe) if recipe.retired.as_bool() == Some(true) => Recipe::Retired,
                     Some(_) => Recipe::OwnsNothing,
                 };
                 return fail(checks, NotOwning, Evidence::NotOwning { recipe, gap });
@@ -345,8 +342,7 @@ pub fn verify_completion(
     let daemon_exit = after
         .recovery
         .as_ref()
-        .and_then(|recipe| recipe.get("daemon_exit_code"))
-        .and_then(Value::as_i64)
+        .and_then(|recipe| recipe.daemon_exit_code.as_i64())
         .and_then(|code| i32::try_from(code).ok());
     let delivered = settled_handoff(after);
     if !after.terminal_acknowledged
@@ -365,7 +361,7 @@ mod tests {
     use super::*;
     use crate::evidence::FileKind;
     use crate::owner::{Namespace, StatSeen};
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     const ID: &str = "rchw-6f1c3b7e-2a4d-4c8e-9b1f-3e5a7d9c2b10";
     const NOW: u64 = 100 * 60 * 60 * 1000;
@@ -393,14 +389,22 @@ mod tests {
         .expect("valid lease")
     }
 
+    /// A settled handoff's recipe, delivered with `returned`.
+    fn handoff_recipe(returned: i32) -> Value {
+        json!({"version": 2, "wrapper_id": ID, "build_id": 7, "worker": {"id": "worker1"},
+               "returned": returned, "retired": true, "sources_released": true,
+               "source_roots": ["/p"]})
+    }
+
     fn handoff(heartbeat: u64, pid: u32, returned: i32) -> DurableJobLease {
-        lease(
-            heartbeat,
-            pid,
-            json!({"version": 2, "wrapper_id": ID, "build_id": 7, "worker": {"id": "worker1"},
-                   "returned": returned, "retired": true, "sources_released": true,
-                   "source_roots": ["/p"]}),
-        )
+        lease(heartbeat, pid, handoff_recipe(returned))
+    }
+
+    /// `lease` with the recipe `recipe`, read as a journal's would be.
+    fn with_recipe(lease: &DurableJobLease, recipe: Value) -> DurableJobLease {
+        let mut changed = lease.clone();
+        changed.recovery = Some(serde_json::from_value(recipe).expect("any JSON is a recipe"));
+        changed
     }
 
     const BOOT: &str = "3f1c2a9e-5b7d-4e2a-9c1f-0a1b2c3d4e5f";
@@ -735,38 +739,42 @@ mod tests {
         assert_eq!(settled_handoff(&original), Some(102));
         for (key, value) in [
             ("version", json!(3)),
+            ("version", json!(2.0)),
             ("wrapper_id", json!("another-wrapper")),
             ("build_id", json!(8)),
             ("worker", json!({"id": "another-worker"})),
+            ("worker", json!(["worker1"])),
             ("retired", json!(false)),
             ("sources_released", json!(false)),
             ("pair", json!(["/pair", "token"])),
             ("retire_root", json!("/unretired-tree")),
             ("returned", Value::Null),
             ("returned", json!(i64::MAX)),
+            ("returned", json!(u64::MAX)),
             ("returned", json!("0")),
+            ("returned", json!(0.0)),
             ("source_roots", Value::Null),
         ] {
-            let mut changed = original.clone();
-            if let Some(recipe) = changed.recovery.as_mut() {
-                recipe[key] = value;
-            }
-            assert!(settled_handoff(&changed).is_none(), "{key}");
+            let mut recipe = handoff_recipe(102);
+            recipe[key] = value;
+            assert!(
+                settled_handoff(&with_recipe(&original, recipe)).is_none(),
+                "{key}"
+            );
         }
-        let mut released_pair = original.clone();
-        if let Some(recipe) = released_pair.recovery.as_mut() {
-            recipe["pair"] = json!(["/pair", "token"]);
-            recipe["pair_released"] = json!(true);
-            recipe["retire_root"] = json!("/tree");
-            recipe["tree_retired"] = json!(true);
-        }
-        assert_eq!(settled_handoff(&released_pair), Some(102));
-        let mut no_roots = original.clone();
-        if let Some(recipe) = no_roots.recovery.as_mut() {
-            recipe["source_roots"] = json!([]);
-            recipe["sources_released"] = json!(false);
-        }
-        assert_eq!(settled_handoff(&no_roots), Some(102));
+        let mut released_pair = handoff_recipe(102);
+        released_pair["pair"] = json!(["/pair", "token"]);
+        released_pair["pair_released"] = json!(true);
+        released_pair["retire_root"] = json!("/tree");
+        released_pair["tree_retired"] = json!(true);
+        assert_eq!(
+            settled_handoff(&with_recipe(&original, released_pair)),
+            Some(102)
+        );
+        let mut no_roots = handoff_recipe(-3);
+        no_roots["source_roots"] = json!([]);
+        no_roots["sources_released"] = json!(false);
+        assert_eq!(settled_handoff(&with_recipe(&original, no_roots)), Some(-3));
         let mut unadmitted = original.clone();
         unadmitted.identity.remote_build_id = None;
         assert!(settled_handoff(&unadmitted).is_none());
@@ -775,12 +783,12 @@ mod tests {
         assert!(settled_handoff(&no_worker).is_none());
     }
 
-    fn completed(before: &DurableJobLease, exit: i32, daemon_exit: i32) -> DurableJobLease {
-        let mut after = before.clone();
-        if let Some(recipe) = after.recovery.as_mut() {
-            recipe["returned"] = json!(exit);
-            recipe["daemon_exit_code"] = json!(daemon_exit);
-        }
+    /// `before` as a recovery leaves it: delivered with `exit`, the
+    /// daemon's receipt `daemon_exit` in the recipe, terminal.
+    fn completed(before: &DurableJobLease, exit: i32, daemon_exit: Value) -> DurableJobLease {
+        let mut recipe = handoff_recipe(exit);
+        recipe["daemon_exit_code"] = daemon_exit;
+        let mut after = with_recipe(before, recipe);
         after.exit_code = Some(exit);
         after.state = LeaseState::Finished;
         after.terminal_acknowledged = true;
@@ -792,17 +800,16 @@ mod tests {
     fn completion_needs_delivery_and_daemon_evidence_without_conflating_exits() {
         let before = handoff(0, 11, 102);
         assert_eq!(verify_completion(&before, &before), Err(NOT_ACKNOWLEDGED));
-        let complete = completed(&before, 102, 130);
+        let complete = completed(&before, 102, json!(130));
         assert_eq!(verify_completion(&before, &complete), Ok(()));
 
-        let mut no_receipt = complete.clone();
-        if let Some(recipe) = no_receipt.recovery.as_mut() {
-            recipe["daemon_exit_code"] = Value::Null;
+        for receipt in [Value::Null, json!("130"), json!(1u64 << 40), json!(130.5)] {
+            assert_eq!(
+                verify_completion(&before, &completed(&before, 102, receipt.clone())),
+                Err(NOT_ACKNOWLEDGED),
+                "daemon_exit_code {receipt}"
+            );
         }
-        assert_eq!(
-            verify_completion(&before, &no_receipt),
-            Err(NOT_ACKNOWLEDGED)
-        );
         let mut false_success = complete.clone();
         false_success.exit_code = Some(0);
         assert_eq!(
@@ -815,12 +822,11 @@ mod tests {
             verify_completion(&before, &not_finished),
             Err(NOT_ACKNOWLEDGED)
         );
-        let mut unsettled = complete.clone();
-        if let Some(recipe) = unsettled.recovery.as_mut() {
-            recipe["retired"] = json!(false);
-        }
+        let mut recipe = handoff_recipe(102);
+        recipe["daemon_exit_code"] = json!(130);
+        recipe["retired"] = json!(false);
         assert_eq!(
-            verify_completion(&before, &unsettled),
+            verify_completion(&before, &with_recipe(&complete, recipe)),
             Err(NOT_ACKNOWLEDGED)
         );
     }
@@ -828,7 +834,7 @@ mod tests {
     #[test]
     fn completion_refuses_a_journal_with_another_identity() {
         let before = handoff(0, 11, 102);
-        let complete = completed(&before, 102, 130);
+        let complete = completed(&before, 102, json!(130));
         let changes: [fn(&mut DurableJobLease); 7] = [
             |l| l.identity.remote_build_id = Some(8),
             |l| l.worker_id = Some("other".into()),

@@ -24,6 +24,7 @@ pub mod metrics;
 pub mod owner;
 pub mod plan;
 pub mod preflight;
+pub mod recipe;
 pub mod recover;
 pub mod report;
 pub mod scan;

@@ -19,12 +19,13 @@ use std::sync::OnceLock;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Presence {
-    /// The owner runs: same PID, same boot, same start time (or the PID
-    /// exists and no identity was recorded).
+    /// The owner runs: same PID, same boot, same start time.
     Alive,
     /// No such process, a zombie, or the PID now belongs to another process.
     Gone,
-    /// Cannot be judged from here.
+    /// Cannot be judged from here: among others, a PID that exists when the
+    /// journal recorded no identity to tell its owner from a later process
+    /// that reused the PID (rch's `owner_presence` says `Unknown`).
     Unverified,
 }
 
@@ -178,8 +179,8 @@ impl Observation {
             }
         };
         match &self.recorded {
-            Recorded::None => Presence::Alive,
-            Recorded::Invalid(_) => Presence::Unverified,
+            // Nothing to tell the owner from a process that reused its PID.
+            Recorded::None | Recorded::Invalid(_) => Presence::Unverified,
             Recorded::Linux {
                 boot_id,
                 ticks: recorded_ticks,
@@ -219,9 +220,9 @@ impl Observation {
         }
         let current = self.boot_id.as_deref().unwrap_or("?");
         match &self.recorded {
-            Recorded::None => {
-                format!("{shown}; no identity recorded, so an existing PID counts as alive")
-            }
+            Recorded::None => format!(
+                "{shown}; no identity recorded to tell the owner from a process that reused the PID: unverified"
+            ),
             Recorded::Invalid(why) => {
                 format!(
                     "{shown}; the recorded identity is invalid: {}",
@@ -542,12 +543,14 @@ mod tests {
     }
 
     #[test]
-    fn no_recorded_identity_and_an_existing_pid_is_alive() {
+    fn no_recorded_identity_and_an_existing_pid_is_unverified() {
         let proc = FakeProc::new(100);
         proc.process("4242", 4242, 'S', 777);
+        // rch's owner_presence: an existing PID with no expected identity is
+        // Unknown, since the PID may have been reused.
         assert_eq!(
             proc.view(100).presence(4242, &Recorded::None),
-            Presence::Alive
+            Presence::Unverified
         );
     }
 
@@ -732,10 +735,11 @@ mod tests {
                 .process_text()
                 .ends_with("a zombie, owner gone")
         );
-        assert!(
-            view.observe(4242, &Recorded::None)
-                .process_text()
-                .ends_with("no identity recorded, so an existing PID counts as alive")
+        let unrecorded = view.observe(4242, &Recorded::None);
+        assert_eq!(unrecorded.presence(), Presence::Unverified);
+        assert_eq!(
+            unrecorded.judgeable_text(),
+            "pid 4242: /proc/4242/stat state S, start ticks 99; no identity recorded to tell the owner from a process that reused the PID: unverified"
         );
     }
 

@@ -5,10 +5,11 @@
 
 use crate::config;
 use crate::evidence::{Check, Evidence, FileKind, Judgement};
-use crate::journal::{self, LeaseDir, ListedType, Listing, ReadFailure};
+use crate::journal::{self, LeaseDir, ListedType, Listing, MAX_JOURNAL_BYTES, ReadFailure};
 use crate::judge::{self, Candidate, SkipReason};
 use crate::owner::ProcFs;
 use crate::plan;
+use std::collections::VecDeque;
 use std::io;
 use std::sync::mpsc::{self, Receiver, TrySendError};
 use std::sync::{Mutex, PoisonError};
@@ -77,9 +78,10 @@ pub fn scan(dir: &LeaseDir, options: &ScanOptions, proc: &ProcFs) -> io::Result<
 /// The directory is listed once, by its open descriptor, and the listing is
 /// consumed as it is read: this thread fills batches of names and hands each
 /// to a worker through a short bounded queue, or judges it itself when the
-/// queue is full. Each thread reads with its own buffer and keeps only what
-/// the result needs (counts; candidates; skipped rows only for `--verbose`),
-/// so memory grows with the candidates, never with the skipped journals. The
+/// queue is full. Each thread parses one journal at a time as a stream
+/// ([`journal::read_lease`]) and keeps only what the result needs (counts;
+/// candidates; skipped rows only for `--verbose`), so memory grows with the
+/// candidates, never with the skipped journals or their sizes. The
 /// result is exactly the serial one: candidates in [`plan::order`], skipped
 /// rows in file-name order with ties in listing order, the same counts.
 pub fn scan_with_threads(
@@ -113,13 +115,20 @@ fn scan_in_batches(
     let mut batch = Batch::default();
     let mut ended = batch.fill(&mut listing, scanned, batch_len)?;
     scanned += batch.len();
+    // One batch holds the whole directory (the common case, an empty one
+    // included). With several threads its journals are spread one by one:
+    // a large build's journal takes tens of milliseconds to parse, so a few
+    // of them are worth a thread, and a few small ones cost it little.
+    let mut spread = VecDeque::new();
+    if ended && threads > 1 && batch.len() > 1 {
+        spread = batch.into_singles();
+        batch = spread.pop_front().unwrap_or_default();
+    }
     let mut mine = Partial::default();
-    let mut buffer = Vec::with_capacity(16 * 1024);
-    if ended || threads <= 1 {
-        // One batch holds the whole directory (the common case, an empty
-        // one included): no thread is worth starting.
+    if (ended && spread.is_empty()) || threads <= 1 {
+        // Nothing to share: no thread is worth starting.
         loop {
-            mine.judge_batch(&shared, &batch, &mut buffer);
+            mine.judge_batch(&shared, &batch);
             if ended {
                 break;
             }
@@ -151,7 +160,11 @@ fn scan_in_batches(
                 if let Err(TrySendError::Full(batch) | TrySendError::Disconnected(batch)) =
                     queue.try_send(batch)
                 {
-                    mine.judge_batch(&shared, &batch, &mut buffer);
+                    mine.judge_batch(&shared, &batch);
+                }
+                if let Some(next) = spread.pop_front() {
+                    batch = next;
+                    continue;
                 }
                 if ended {
                     break Ok(());
@@ -166,7 +179,7 @@ fn scan_in_batches(
             drop(queue);
             if listed.is_ok() {
                 // Help drain what is queued; the workers stop at its end.
-                mine.judge_queue(&shared, &receiver, &mut buffer);
+                mine.judge_queue(&shared, &receiver);
             }
             for worker in workers {
                 match worker.join() {
@@ -254,6 +267,17 @@ impl Batch {
         self.ends.len()
     }
 
+    /// The same names, one batch each, in order.
+    fn into_singles(self) -> VecDeque<Batch> {
+        self.iter()
+            .map(|(position, name, listed)| Batch {
+                first: position,
+                names: name.to_vec(),
+                ends: vec![(name.len(), listed)],
+            })
+            .collect()
+    }
+
     fn iter(&self) -> impl Iterator<Item = (usize, &[u8], ListedType)> {
         let starts = std::iter::once(0).chain(self.ends.iter().map(|(end, _)| *end));
         self.ends
@@ -275,16 +299,10 @@ struct Partial {
 }
 
 impl Partial {
-    fn judge_batch(&mut self, shared: &Shared, batch: &Batch, buffer: &mut Vec<u8>) {
+    fn judge_batch(&mut self, shared: &Shared, batch: &Batch) {
         for (position, name, listed) in batch.iter() {
-            let (verdict, ahead) = judge_entry(
-                shared.lease_dir,
-                listed,
-                name,
-                shared.options,
-                shared.proc,
-                buffer,
-            );
+            let (verdict, ahead) =
+                judge_entry(shared.lease_dir, listed, name, shared.options, shared.proc);
             self.heartbeats_ahead += usize::from(ahead);
             match verdict {
                 Ok(candidate) => self.found.candidates.push(candidate),
@@ -312,18 +330,13 @@ impl Partial {
     }
 
     /// Judges batches from the queue until it is closed and empty.
-    fn judge_queue(
-        &mut self,
-        shared: &Shared,
-        queue: &Mutex<Receiver<Batch>>,
-        buffer: &mut Vec<u8>,
-    ) {
+    fn judge_queue(&mut self, shared: &Shared, queue: &Mutex<Receiver<Batch>>) {
         loop {
             // The lock is only held while waiting for the next batch; a
             // poisoned one still guards a whole receiver.
             let next = queue.lock().unwrap_or_else(PoisonError::into_inner).recv();
             let Ok(batch) = next else { return };
-            self.judge_batch(shared, &batch, buffer);
+            self.judge_batch(shared, &batch);
         }
     }
 
@@ -336,11 +349,10 @@ impl Partial {
     }
 }
 
-/// A scan worker: judges queued batches with a read buffer of its own.
+/// A scan worker: judges queued batches.
 fn work(shared: &Shared, queue: &Mutex<Receiver<Batch>>) -> Partial {
     let mut partial = Partial::default();
-    let mut buffer = Vec::with_capacity(16 * 1024);
-    partial.judge_queue(shared, queue, &mut buffer);
+    partial.judge_queue(shared, queue);
     partial
 }
 
@@ -354,7 +366,6 @@ fn judge_entry(
     name: &[u8],
     options: &ScanOptions,
     proc: &ProcFs,
-    buffer: &mut Vec<u8>,
 ) -> EntryVerdict {
     // The type from the listing costs no syscall; the reader checks the
     // opened descriptor again, so a swap after listing is still caught. A
@@ -368,7 +379,7 @@ fn judge_entry(
             .unwrap_or(FileKind::Unknown),
         kind => kind,
     };
-    let judgement = judge_file(lease_dir, listed, name, options, proc, buffer);
+    let judgement = judge_file(lease_dir, listed, name, options, proc);
     // Text only for the rows that are printed: a plain scan formats
     // nothing for the journals it skips.
     let detail = if options.keep_skipped {
@@ -396,7 +407,6 @@ pub fn judge_file(
     name: &[u8],
     options: &ScanOptions,
     proc: &ProcFs,
-    buffer: &mut Vec<u8>,
 ) -> Judgement {
     let mut checks = Vec::with_capacity(SkipReason::ALL.len());
     let skipped = |mut checks: Vec<Check>, check: SkipReason, evidence: Evidence| {
@@ -420,82 +430,105 @@ pub fn judge_file(
             Evidence::Name { canonical: false },
         );
     };
-    let read = lease_dir.read(name, buffer);
-    let stat = match read {
-        Ok(stat) => stat,
-        Err(ReadFailure::NotRegular(kind)) => {
-            return skipped(checks, SkipReason::NotRegular, Evidence::NotRegular(kind));
-        }
-        Err(failure) => {
-            checks.push(Check::pass(
-                SkipReason::NotRegular,
-                Evidence::Listed(listed),
-            ));
+    let opened = lease_dir.open_journal(name);
+    let failure = match opened {
+        Ok((file, stat)) => {
+            checks.push(Check::pass(SkipReason::NotRegular, Evidence::Regular(stat)));
             checks.push(Check::pass(
                 SkipReason::BadName,
                 Evidence::Name { canonical: true },
             ));
-            if let ReadFailure::ForeignOwner { uid, euid } = failure {
-                return skipped(
-                    checks,
-                    SkipReason::ForeignOwner,
-                    Evidence::Owner { uid, euid },
-                );
-            }
             checks.push(Check::pass(
                 SkipReason::ForeignOwner,
                 Evidence::Owner {
-                    uid: Some(lease_dir.euid()),
-                    euid: lease_dir.euid(),
+                    uid: Some(stat.uid),
+                    euid: stat.euid,
                 },
             ));
-            let evidence = match failure {
-                ReadFailure::Missing => Evidence::Vanished,
-                ReadFailure::TooLarge(size) => Evidence::TooLarge(size),
-                ReadFailure::Unreadable(why) | ReadFailure::Malformed(why) => {
-                    Evidence::ReadError(why)
+            // Size comes before shape in SPEC's table: a file that grew past
+            // the limit while it was parsed is `unreadable`, never
+            // `malformed`, so the size check is passed only once the parse
+            // has ended.
+            match journal::read_lease(&file) {
+                Ok((lease, read)) => {
+                    checks.push(Check::pass(
+                        SkipReason::Unreadable,
+                        Evidence::Size {
+                            size: read.max(stat.size),
+                            limit: MAX_JOURNAL_BYTES,
+                        },
+                    ));
+                    return judge::judge(
+                        wrapper_id,
+                        lease,
+                        options.now_unix_ms,
+                        options.stale_after_ms,
+                        |pid, recorded| proc.observe(pid, recorded),
+                        checks,
+                    );
                 }
-                ReadFailure::NotRegular(_) | ReadFailure::ForeignOwner { .. } => {
-                    Evidence::ReadError("changed while reading".into())
+                Err(ReadFailure::Malformed(error)) => {
+                    checks.push(Check::pass(
+                        SkipReason::Unreadable,
+                        Evidence::Size {
+                            size: stat.size,
+                            limit: MAX_JOURNAL_BYTES,
+                        },
+                    ));
+                    return skipped(checks, SkipReason::Malformed, Evidence::Shape(error));
                 }
-            };
-            return skipped(checks, SkipReason::Unreadable, evidence);
+                Err(failure) => {
+                    return skipped(checks, SkipReason::Unreadable, read_evidence(failure));
+                }
+            }
         }
+        Err(ReadFailure::NotRegular(kind)) => {
+            return skipped(checks, SkipReason::NotRegular, Evidence::NotRegular(kind));
+        }
+        Err(failure) => failure,
     };
-    checks.push(Check::pass(SkipReason::NotRegular, Evidence::Regular(stat)));
+    checks.push(Check::pass(
+        SkipReason::NotRegular,
+        Evidence::Listed(listed),
+    ));
     checks.push(Check::pass(
         SkipReason::BadName,
         Evidence::Name { canonical: true },
     ));
+    if let ReadFailure::ForeignOwner { uid, euid } = failure {
+        return skipped(
+            checks,
+            SkipReason::ForeignOwner,
+            Evidence::Owner { uid, euid },
+        );
+    }
     checks.push(Check::pass(
         SkipReason::ForeignOwner,
         Evidence::Owner {
-            uid: Some(stat.uid),
-            euid: stat.euid,
+            uid: Some(lease_dir.euid()),
+            euid: lease_dir.euid(),
         },
     ));
-    checks.push(Check::pass(
-        SkipReason::Unreadable,
-        Evidence::Size(stat.size),
-    ));
-    let lease = match journal::parse(buffer) {
-        Ok(lease) => lease,
-        Err(error) => {
-            return skipped(
-                checks,
-                SkipReason::Malformed,
-                Evidence::Shape(error.to_string()),
-            );
+    skipped(checks, SkipReason::Unreadable, read_evidence(failure))
+}
+
+/// The evidence of an `unreadable` journal.
+fn read_evidence(failure: ReadFailure) -> Evidence {
+    match failure {
+        ReadFailure::Missing => Evidence::Vanished,
+        ReadFailure::TooLarge(size) => Evidence::TooLarge {
+            size,
+            limit: MAX_JOURNAL_BYTES,
+        },
+        ReadFailure::GrewTooLarge(seen) => Evidence::GrewTooLarge {
+            seen,
+            limit: MAX_JOURNAL_BYTES,
+        },
+        ReadFailure::Unreadable(why) | ReadFailure::Malformed(why) => Evidence::ReadError(why),
+        ReadFailure::NotRegular(_) | ReadFailure::ForeignOwner { .. } => {
+            Evidence::ReadError("changed while reading".into())
         }
-    };
-    judge::judge(
-        wrapper_id,
-        lease,
-        options.now_unix_ms,
-        options.stale_after_ms,
-        |pid, recorded| proc.observe(pid, recorded),
-        checks,
-    )
+    }
 }
 #[cfg(test)]
 mod tests {
@@ -614,7 +647,8 @@ mod tests {
             assert_eq!(serial.scanned, 67);
             assert_eq!(serial.candidates.len(), 20);
             assert_eq!(serial.skipped_list.len(), if keep_skipped { 47 } else { 0 });
-            for (threads, batch_len) in [(1, 1), (2, 1), (4, 3), (3, 64)] {
+            // (2, BATCH): the whole directory in one batch, spread one by one.
+            for (threads, batch_len) in [(1, 1), (2, 1), (4, 3), (3, 64), (2, BATCH)] {
                 let parallel = scan_in_batches(&lease_dir, &options, &proc, threads, batch_len)
                     .expect("parallel");
                 assert_eq!(

@@ -23,6 +23,11 @@ struct Mixed {
     candidate: String,
     backed_off: String,
     live: String,
+    /// A 3 MiB candidate, and a journal past the 64 MiB limit.
+    big: String,
+    too_big: String,
+    /// A live PID with no identity recorded.
+    unrecorded: String,
 }
 
 impl Mixed {
@@ -76,13 +81,26 @@ impl Mixed {
         let folder = format!("{}.json", new_id());
         std::fs::create_dir(world.leases().join(&folder)).expect("mkdir");
         expected.insert(folder, "not_regular");
-        // Past the 1 MiB limit.
-        let big = Journal::stale("hz4", HOUR_MS);
-        let padded = big
-            .text()
-            .replacen('{', &format!("{{{}", " ".repeat(1536 * 1024)), 1);
-        world.write(&big.file_name(), padded);
-        expected.insert(big.file_name(), "unreadable");
+        // A large build's journal (3 MiB of output fingerprints): judged on
+        // its merits. One past the 64 MiB limit (a journal followed by a
+        // sparse stretch of zeros) is not read at all.
+        let big = Journal::stale("fsn1", 4 * HOUR_MS).with_outputs(26_000);
+        world.add(&big);
+        expected.insert(big.file_name(), "candidate");
+        let too_big = Journal::stale("hz4", HOUR_MS);
+        std::fs::File::options()
+            .write(true)
+            .open(world.add(&too_big))
+            .and_then(|file| file.set_len(64 * 1024 * 1024 + 1))
+            .expect("extend");
+        expected.insert(too_big.file_name(), "unreadable");
+        // A live PID, but nothing recorded to tell it from a reused one.
+        let unrecorded = Journal::stale("hz4", HOUR_MS)
+            .set("wrapper_pid", json!(std::process::id()))
+            .remove("boot_id")
+            .remove("process_start_ticks");
+        world.add(&unrecorded);
+        expected.insert(unrecorded.file_name(), "owner_unverified");
         if is_root() {
             let foreign = Journal::stale("hz4", HOUR_MS);
             let path = world.add(&foreign);
@@ -107,6 +125,9 @@ impl Mixed {
             candidate: candidate.id,
             backed_off: backed_off.id,
             live: live.file_name(),
+            big: big.file_name(),
+            too_big: too_big.file_name(),
+            unrecorded: unrecorded.file_name(),
         }
     }
 
@@ -173,6 +194,19 @@ impl Mixed {
             })
             .collect()
     }
+}
+
+/// `3,145,728`: a byte count as explain prints it.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (index, digit) in digits.chars().enumerate() {
+        if index > 0 && (digits.len() - index) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
 }
 
 fn journals(document: &Value) -> &Vec<Value> {
@@ -264,6 +298,44 @@ fn explain_agrees_with_the_dry_run_and_shows_every_check_in_order() {
     let me = std::process::id();
     assert!(
         evidence.contains(&format!("pid {me}")) && evidence.contains("= recorded"),
+        "{evidence}"
+    );
+
+    // The size check shows the journal's size: a large one is read and
+    // judged, one past the limit is not read.
+    let size = |file: &str| checks(&explained[file])[3].clone();
+    let big_size = std::fs::metadata(mixed.world.leases().join(&mixed.big))
+        .expect("big")
+        .len();
+    assert!(big_size > 3 * 1024 * 1024, "{big_size}");
+    assert_eq!(
+        size(&mixed.big),
+        (
+            "unreadable".to_owned(),
+            true,
+            format!("{} bytes, within the 64 MiB limit", thousands(big_size))
+        )
+    );
+    assert_eq!(
+        size(&mixed.too_big),
+        (
+            "unreadable".to_owned(),
+            false,
+            "67,108,865 bytes, over the 64 MiB limit: not read".to_owned()
+        )
+    );
+    // A live PID with no identity recorded may have been reused.
+    let unrecorded = checks(&explained[&mixed.unrecorded]);
+    let me = std::process::id();
+    assert_eq!(unrecorded[10].0, "owner_alive");
+    assert!(unrecorded[10].1, "not taken for a live owner");
+    let (check, passed, evidence) = &unrecorded[11];
+    assert_eq!((check.as_str(), *passed), ("owner_unverified", false));
+    assert!(
+        evidence.starts_with(&format!("pid {me}: /proc/{me}/stat state "))
+            && evidence.ends_with(
+                "no identity recorded to tell the owner from a process that reused the PID: unverified"
+            ),
         "{evidence}"
     );
 

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 const JOURNALS: usize = 3000;
 
 /// The kinds of journal, dealt out by index so each batch holds a mix.
-const KINDS: usize = 13;
+const KINDS: usize = 14;
 
 /// Runs a verbose dry run with `threads` scan threads; the document without
 /// its `duration_ms`, which is the one thing that may differ.
@@ -63,12 +63,14 @@ fn a_parallel_scan_reports_exactly_what_the_serial_scan_reports() {
             }
             7 => journal.set("heartbeat_unix_ms", json!(now - 1000)),
             8 => journal.set("wrapper_pid", json!(1)),
-            9 => journal
+            9 => journal.owned_by_this_process(),
+            // A live PID with no identity recorded: unverified.
+            10 => journal
                 .set("wrapper_pid", json!(me))
                 .remove("boot_id")
                 .remove("process_start_ticks"),
-            10 => journal.set("wrapper_pid", json!(3_000_000_000u32)),
-            11 => journal.set("schema_version", json!(2)),
+            11 => journal.set("wrapper_pid", json!(3_000_000_000u32)),
+            12 => journal.set("schema_version", json!(2)),
             _ => {
                 // Named for one wrapper, written for another.
                 let other = Journal::stale("hz4", HOUR_MS);
@@ -87,7 +89,10 @@ fn a_parallel_scan_reports_exactly_what_the_serial_scan_reports() {
         Journal::stale("hz4", HOUR_MS).text(),
     );
     world.write(&format!("{}.json", new_id()), "{\"schema_version\": 1");
-    world.write(&format!("{}.json", new_id()), vec![b' '; 1024 * 1024 + 1]);
+    // Past the 64 MiB limit: a sparse file, never read.
+    std::fs::File::create(world.leases().join(format!("{}.json", new_id())))
+        .and_then(|file| file.set_len(64 * 1024 * 1024 + 1))
+        .expect("sparse file");
     std::fs::create_dir(world.leases().join(format!("{}.json", new_id()))).expect("mkdir");
     std::os::unix::fs::symlink(
         "/etc/hostname",

@@ -99,7 +99,6 @@ pub fn run(args: ExplainArgs) -> Result<ExitCode> {
         keep_skipped: false,
     };
     let proc = ProcFs::system();
-    let mut buffer = Vec::new();
     let explained: Vec<Explained> = args
         .journals
         .iter()
@@ -113,7 +112,6 @@ pub fn run(args: ExplainArgs) -> Result<ExitCode> {
                 &backoff,
                 &options,
                 &proc,
-                &mut buffer,
             )
         })
         .collect();
@@ -199,7 +197,6 @@ fn explain(
     backoff: &Backoff,
     options: &ScanOptions,
     proc: &ProcFs,
-    buffer: &mut Vec<u8>,
 ) -> Explained {
     let (file, path) = match &name {
         Ok(name) => (
@@ -233,7 +230,7 @@ fn explain(
             ));
         }
         match dir.kind(&name) {
-            Ok(Some(kind)) => Ok(scan::judge_file(dir, kind, &name, options, proc, buffer)),
+            Ok(Some(kind)) => Ok(scan::judge_file(dir, kind, &name, options, proc)),
             Ok(None) => Err(format!("no such journal: {}", path.display())),
             Err(error) => Err(format!("cannot look at {}: {error}", path.display())),
         }

@@ -243,6 +243,30 @@ impl Journal {
         self
     }
 
+    /// With `count` output files in the recipe's `baseline`, each with its
+    /// fingerprint, as rch records them for a large workspace's build (one
+    /// pretty-printed line of about 120 bytes each, so 26,000 make 3 MiB).
+    pub fn with_outputs(self, count: usize) -> Journal {
+        let baseline: serde_json::Map<String, Value> = (0..count)
+            .map(|index| {
+                let hash = fingerprint(index as u64);
+                (
+                    format!("target/debug/deps/crate{index}-{}.rlib", &hash[..16]),
+                    Value::String(hash),
+                )
+            })
+            .collect();
+        self.set_recipe(
+            "phases",
+            json!([{"name": "project", "local": "/data/projects/myproj",
+                "remote": "/data/projects/myproj", "patterns": ["target/debug/**"],
+                "result_dir": null, "custom_target": false, "output_gate": true,
+                "cargo_outputs": null, "native_outputs": null,
+                "baseline": baseline, "published": {}, "pending": null,
+                "complete": false, "missing_result": null}]),
+        )
+    }
+
     /// Delivered and retired, waiting only for the daemon: a settled handoff.
     pub fn settled(self, returned: i32) -> Journal {
         self.set_recipe("exit_code", json!(returned))
@@ -270,6 +294,21 @@ impl Journal {
     pub fn file_name(&self) -> String {
         format!("{}.json", self.id)
     }
+}
+
+/// A 64-hex-digit stand-in for a blake3 fingerprint, different for each `n`.
+pub fn fingerprint(n: u64) -> String {
+    (0..4u64)
+        .map(|part| {
+            // splitmix64: well spread, and the same on every run.
+            let mut z = (n * 4 + part)
+                .wrapping_add(1)
+                .wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            format!("{:016x}", z ^ (z >> 31))
+        })
+        .collect()
 }
 
 /// A temporary world: `leases/`, a state file path, fake scripts.
