@@ -9,6 +9,7 @@
 use crate::judge::{Candidate, SkipReason};
 use crate::owner::Observation;
 use crate::report::span;
+use crate::stat::{FileKind, FileStat};
 use std::fmt;
 
 /// A journal's verdict and every check it went through, in SPEC's table
@@ -54,19 +55,6 @@ impl Check {
     }
 }
 
-/// What kind of directory entry a journal name turned out to be.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FileKind {
-    Regular,
-    Symlink,
-    Directory,
-    Fifo,
-    Socket,
-    Device,
-    /// The listing could not tell (the reader then checks the descriptor).
-    Unknown,
-}
-
 /// What a journal's recovery recipe is, when it owns nothing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Recipe {
@@ -76,15 +64,6 @@ pub enum Recipe {
     Retired,
     /// Not retired, but no source roots, pair or retire root.
     OwnsNothing,
-}
-
-/// What `fstat` of the opened journal said.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FileStat {
-    pub size: u64,
-    pub uid: u32,
-    /// The user rch-sweep runs as.
-    pub euid: u32,
 }
 
 /// The facts one check rested on; [`fmt::Display`] makes the short text

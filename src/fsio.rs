@@ -10,11 +10,12 @@
 //! Temporary files are named `.<name>.<random>.tmp` so that a later run, holding
 //! the lock, can recognise and remove the ones a SIGKILLed run could not.
 
+use crate::stat::FileKind;
 use std::ffi::OsString;
 use std::fs::{DirBuilder, File, Permissions};
 use std::io::{self, Write};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 /// The folder holding `path` ("." for a bare name).
@@ -34,7 +35,7 @@ pub enum Existing {
     /// A regular file of another user.
     Foreign(FileId),
     /// Anything else: a symlink, directory, FIFO, socket or device.
-    Other(&'static str),
+    Other(FileKind),
 }
 
 /// Identifies one file, so a rename can check the path still names it.
@@ -60,33 +61,13 @@ pub fn existing(path: &Path) -> io::Result<Existing> {
         Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(Existing::Missing),
         Err(error) => return Err(error),
     };
-    let kind = meta.file_type();
-    Ok(if kind.is_file() && meta.uid() == crate::account::euid() {
-        Existing::Ours(FileId::of(&meta))
-    } else if kind.is_file() {
-        Existing::Foreign(FileId::of(&meta))
-    } else {
-        Existing::Other(kind_name(kind))
+    Ok(match FileKind::of(&meta) {
+        FileKind::Regular if meta.uid() == crate::account::euid() => {
+            Existing::Ours(FileId::of(&meta))
+        }
+        FileKind::Regular => Existing::Foreign(FileId::of(&meta)),
+        kind => Existing::Other(kind),
     })
-}
-
-/// "a symbolic link", "a directory", … for messages.
-pub fn kind_name(kind: std::fs::FileType) -> &'static str {
-    if kind.is_symlink() {
-        "a symbolic link"
-    } else if kind.is_dir() {
-        "a directory"
-    } else if kind.is_fifo() {
-        "a FIFO"
-    } else if kind.is_socket() {
-        "a socket"
-    } else if kind.is_block_device() || kind.is_char_device() {
-        "a device"
-    } else if kind.is_file() {
-        "a regular file"
-    } else {
-        "not a regular file"
-    }
 }
 
 /// `path` made absolute with every existing ancestor's symlinks resolved;
@@ -180,7 +161,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
     match existing(path)? {
         Existing::Missing | Existing::Ours(_) => {}
         Existing::Foreign(_) => return Err(not_ours(path, "another user's file")),
-        Existing::Other(kind) => return Err(not_ours(path, kind)),
+        Existing::Other(kind) => return Err(not_ours(path, kind.described())),
     }
     temp.persist(path).map_err(|error| error.error)?;
     File::open(dir)?.sync_all()
@@ -303,7 +284,7 @@ mod tests {
         assert!(folder.is_dir());
         assert_eq!(
             existing(&link).expect("lstat"),
-            Existing::Other("a symbolic link")
+            Existing::Other(FileKind::Symlink)
         );
         assert!(matches!(
             existing(&target).expect("lstat"),

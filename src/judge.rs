@@ -359,8 +359,8 @@ pub fn verify_completion(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::evidence::FileKind;
     use crate::owner::{Namespace, StatSeen};
+    use crate::stat::FileKind;
     use serde_json::{Value, json};
 
     const ID: &str = "rchw-6f1c3b7e-2a4d-4c8e-9b1f-3e5a7d9c2b10";

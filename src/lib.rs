@@ -29,4 +29,5 @@ pub mod recover;
 pub mod report;
 pub mod scan;
 pub mod signals;
+pub mod stat;
 pub mod state;

@@ -4,6 +4,7 @@
 //! on every save; never unlinked, because a waiter could then lock a dead inode.
 
 use crate::exit::{ExitCode, Fatal};
+use crate::stat::FileKind;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, Write};
 use std::os::fd::AsRawFd;
@@ -73,15 +74,15 @@ pub fn acquire(path: &Path) -> Result<Lock, LockError> {
         .mode(0o600)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
         .open(path)
-        .map_err(|error| match error.raw_os_error() {
-            Some(libc::ELOOP) => not_ours("a symbolic link"),
-            Some(libc::EISDIR) => not_ours("a directory"),
-            Some(libc::ENXIO) => not_ours("a socket"),
-            _ => LockError::Io(error),
-        })?;
+        .map_err(
+            |error| match error.raw_os_error().and_then(FileKind::refused_open) {
+                Some(kind) => not_ours(kind.described()),
+                None => LockError::Io(error),
+            },
+        )?;
     let meta = file.metadata().map_err(LockError::Io)?;
     if !meta.is_file() {
-        return Err(not_ours(crate::fsio::kind_name(meta.file_type())));
+        return Err(not_ours(FileKind::of(&meta).described()));
     }
     if meta.uid() != crate::account::euid() {
         return Err(not_ours("owned by another user"));

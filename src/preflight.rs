@@ -14,6 +14,7 @@ use crate::exit::{ExitCode, Fatal};
 use crate::fsio::{self, Existing};
 use crate::lease_dir::{Found, Identity};
 use crate::lock;
+use crate::stat::FileKind;
 use crate::state::{self, Access};
 use std::ffi::OsStr;
 use std::os::unix::fs::MetadataExt;
@@ -330,7 +331,7 @@ pub fn state_path(identity: &Identity, state_file: &Path, intent: Intent) -> Fin
             Ok(Existing::Missing | Existing::Ours(_)) => {}
             Ok(Existing::Foreign(_)) if access == Access::Read => {}
             Ok(Existing::Foreign(_)) => return refuse("owned by another user"),
-            Ok(Existing::Other(kind)) => return refuse(kind),
+            Ok(Existing::Other(kind)) => return refuse(kind.described()),
             Err(error) => {
                 return Finding::fail(
                     check,
@@ -598,7 +599,7 @@ pub fn metrics(path: &Path) -> Finding {
             ),
             "check the permissions of its folder".into(),
         ),
-        Ok(meta) if !meta.is_file() => not_ours(fsio::kind_name(meta.file_type())),
+        Ok(meta) if !meta.is_file() => not_ours(FileKind::of(&meta).described()),
         Ok(meta) if meta.uid() != account::euid() => not_ours("owned by another user"),
         Ok(meta) if meta.mode() & 0o004 == 0 => Finding::warn(
             check,

@@ -4,11 +4,12 @@
 //! temporary files, folders) are not journals and are not counted.
 
 use crate::config;
-use crate::evidence::{Check, Evidence, FileKind, Judgement};
+use crate::evidence::{Check, Evidence, Judgement};
 use crate::journal::{self, LeaseDir, ListedType, Listing, MAX_JOURNAL_BYTES, ReadFailure};
 use crate::judge::{self, Candidate, SkipReason};
 use crate::owner::ProcFs;
 use crate::plan;
+use crate::stat::FileKind;
 use std::collections::VecDeque;
 use std::io;
 use std::sync::mpsc::{self, Receiver, TrySendError};
@@ -449,7 +450,7 @@ pub fn judge_file(
             // the limit while it was parsed is `unreadable`, never
             // `malformed`, so the size check is passed only once the parse
             // has ended.
-            match journal::read_lease(&file) {
+            match journal::read_lease(&file, stat.size) {
                 Ok((lease, read)) => {
                     checks.push(Check::pass(
                         SkipReason::Unreadable,

@@ -74,7 +74,7 @@ pub fn check_path(path: &Path, access: Access) -> anyhow::Result<Option<FileId>>
         Ok(Existing::Ours(id)) => Ok(Some(id)),
         Ok(Existing::Foreign(id)) if access == Access::Read => Ok(Some(id)),
         Ok(Existing::Foreign(_)) => Err(refuse("owned by another user")),
-        Ok(Existing::Other(kind)) => Err(refuse(kind)),
+        Ok(Existing::Other(kind)) => Err(refuse(kind.described())),
         Err(error) => Err(Fatal::error(
             ExitCode::Io,
             format!("cannot read state file {}: {error}", path.display()),
