@@ -8,77 +8,12 @@
 
 use crate::evidence::{Check, Evidence, Judgement, Recipe};
 use crate::journal::{DurableJobLease, LeaseState};
-use crate::owner::{Observation, Presence, Recorded};
+use crate::observation::{Observation, Presence, Recorded};
 use crate::recipe::Slot;
+pub use crate::verdict::{Candidate, SkipReason};
 use SkipReason::{
     HeartbeatFresh, Malformed, NoPid, NotAdmitted, NotOwning, OwnerAlive, OwnerUnverified, Terminal,
 };
-
-/// Why a journal is not a candidate, in the order SPEC.md checks them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum SkipReason {
-    NotRegular,
-    BadName,
-    ForeignOwner,
-    Unreadable,
-    Malformed,
-    Terminal,
-    NotOwning,
-    NotAdmitted,
-    HeartbeatFresh,
-    NoPid,
-    OwnerAlive,
-    OwnerUnverified,
-}
-
-impl SkipReason {
-    pub const ALL: [SkipReason; 12] = [
-        SkipReason::NotRegular,
-        SkipReason::BadName,
-        SkipReason::ForeignOwner,
-        SkipReason::Unreadable,
-        SkipReason::Malformed,
-        SkipReason::Terminal,
-        SkipReason::NotOwning,
-        SkipReason::NotAdmitted,
-        SkipReason::HeartbeatFresh,
-        SkipReason::NoPid,
-        SkipReason::OwnerAlive,
-        SkipReason::OwnerUnverified,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SkipReason::NotRegular => "not_regular",
-            SkipReason::BadName => "bad_name",
-            SkipReason::ForeignOwner => "foreign_owner",
-            SkipReason::Unreadable => "unreadable",
-            SkipReason::Malformed => "malformed",
-            SkipReason::Terminal => "terminal",
-            SkipReason::NotOwning => "not_owning",
-            SkipReason::NotAdmitted => "not_admitted",
-            SkipReason::HeartbeatFresh => "heartbeat_fresh",
-            SkipReason::NoPid => "no_pid",
-            SkipReason::OwnerAlive => "owner_alive",
-            SkipReason::OwnerUnverified => "owner_unverified",
-        }
-    }
-
-    /// Position in [`SkipReason::ALL`], for counting in an array.
-    pub fn index(self) -> usize {
-        self as usize
-    }
-}
-
-/// The small record kept per candidate; the journal itself is dropped and
-/// read again just before its recovery starts.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Candidate {
-    pub wrapper_id: String,
-    pub worker_id: String,
-    pub build_id: u64,
-    pub heartbeat_unix_ms: u64,
-}
 
 /// The recipe still names worker-side source that is not retired: the lease
 /// is the only authority able to release that claim.

@@ -8,8 +8,8 @@
 //! that label only one user's sweep would be seen.
 
 use crate::fsio;
-use crate::judge::SkipReason;
 use crate::report::Summary;
+use crate::verdict::SkipReason;
 use std::fmt::Write;
 use std::io;
 use std::path::{Path, PathBuf};

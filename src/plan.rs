@@ -3,7 +3,7 @@
 //! from (start budget, in-flight cap, one recovery per worker).
 
 use crate::backoff::Backoff;
-use crate::judge::Candidate;
+use crate::verdict::Candidate;
 use std::collections::{HashSet, VecDeque};
 
 /// Orders candidates oldest heartbeat first, ties by wrapper id: the oldest

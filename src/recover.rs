@@ -5,7 +5,8 @@
 use crate::backoff::now_unix_ms;
 use crate::child::{self, ChildSpec, Ending};
 use crate::journal::{DurableJobLease, LeaseDir, ReadFailure};
-use crate::judge::{self, Candidate};
+use crate::judge;
+use crate::verdict::Candidate;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};

@@ -3,8 +3,8 @@
 //! itself.
 
 use crate::exit::ExitCode;
-use crate::judge::{Candidate, SkipReason};
-use crate::scan::Skipped;
+use crate::human::span;
+use crate::verdict::{Candidate, SkipReason, Skipped};
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 use std::fmt::Write;
@@ -389,18 +389,6 @@ fn seconds(duration: Duration) -> String {
     }
 }
 
-/// A coarse human span: "3d 4h", "2h 5m", "12m 3s", "45s".
-pub fn span(ms: u64) -> String {
-    let secs = ms / 1000;
-    let (days, hours, minutes) = (secs / 86_400, secs / 3_600 % 24, secs / 60 % 60);
-    match (days, hours, minutes) {
-        (0, 0, 0) => format!("{secs}s"),
-        (0, 0, _) => format!("{minutes}m {}s", secs % 60),
-        (0, _, _) => format!("{hours}h {minutes}m"),
-        _ => format!("{days}d {hours}h"),
-    }
-}
-
 #[derive(Serialize)]
 struct JsonSummary<'a> {
     version: u32,
@@ -639,13 +627,5 @@ mod tests {
         let quiet = summary(false, Vec::new()).human(false);
         assert_eq!(quiet.lines().count(), 1, "{quiet}");
         assert!(quiet.contains("nothing to recover"));
-    }
-
-    #[test]
-    fn spans_are_coarse() {
-        assert_eq!(span(45_000), "45s");
-        assert_eq!(span(723_000), "12m 3s");
-        assert_eq!(span(7_500_000), "2h 5m");
-        assert_eq!(span(4 * 86_400_000 + 3_600_000), "4d 1h");
     }
 }

@@ -6,10 +6,11 @@
 use crate::config;
 use crate::evidence::{Check, Evidence, Judgement};
 use crate::journal::{self, LeaseDir, ListedType, Listing, MAX_JOURNAL_BYTES, ReadFailure};
-use crate::judge::{self, Candidate, SkipReason};
+use crate::judge;
 use crate::owner::ProcFs;
 use crate::plan;
 use crate::stat::FileKind;
+use crate::verdict::{Candidate, SkipReason, Skipped};
 use std::collections::VecDeque;
 use std::io;
 use std::sync::mpsc::{self, Receiver, TrySendError};
@@ -20,19 +21,6 @@ pub struct ScanOptions {
     pub stale_after_ms: u64,
     /// Keep a record of every skipped journal (for `--verbose`).
     pub keep_skipped: bool,
-}
-
-/// A journal that is not a candidate.
-#[derive(Clone, Debug)]
-pub struct Skipped {
-    /// The entry name (lossily decoded).
-    pub file: String,
-    /// The wrapper id, when the name is canonical.
-    pub wrapper_id: Option<String>,
-    pub reason: SkipReason,
-    /// The evidence of the check that decided it, for people (kept only
-    /// with `keep_skipped`: `--verbose`).
-    pub detail: Option<String>,
 }
 
 #[derive(Debug, Default)]

@@ -4,8 +4,8 @@
 use crate::backoff::{Backoff, now_unix_ms};
 use crate::cli::StatusArgs;
 use crate::exit::ExitCode;
+use crate::human::span;
 use crate::preflight::Intent;
-use crate::report::span;
 use crate::state;
 use anyhow::Result;
 use std::io::Write;

@@ -1,0 +1,140 @@
+//! What `/proc` showed of a journal's owner, as plain data, and what rch's
+//! `owner_presence` makes of it. [`crate::owner`] reads the facts;
+//! `explain` and `--verbose` show them ([`crate::evidence_text`]); both read
+//! this one record, so the words cannot drift from the rule.
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Presence {
+    /// The owner runs: same PID, same boot, same start time.
+    Alive,
+    /// No such process, a zombie, or the PID now belongs to another process.
+    Gone,
+    /// Cannot be judged from here: among others, a PID that exists when the
+    /// journal recorded no identity to tell its owner from a later process
+    /// that reused the PID (rch's `owner_presence` says `Unknown`).
+    Unverified,
+}
+
+/// The owner identity a journal recorded, as rch's `owner_identity()` reads
+/// it: `process_birth` when present (an invalid one never falls back to the
+/// legacy fields), else `boot_id` with `process_start_ticks`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Recorded {
+    None,
+    Linux {
+        boot_id: String,
+        ticks: u64,
+    },
+    /// Present but unusable here, and why.
+    Invalid(Invalid),
+}
+
+/// Why a recorded identity cannot be compared with what `/proc` shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Invalid {
+    /// A boot id that is not a canonical lowercase UUID.
+    BootId,
+    /// A `process_birth` of another platform (darwin): never observable here.
+    NotLinux,
+    /// Only one of the legacy `boot_id` / `process_start_ticks`.
+    HalfLegacy,
+}
+
+/// Whether `/proc` is this process's own view, from `/proc/self/stat`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Namespace {
+    /// `/proc/self/stat` shows our own PID.
+    Own,
+    /// It shows `seen` (None: unreadable), not our `own` PID.
+    Foreign { seen: Option<u32>, own: u32 },
+}
+
+/// What `/proc/<pid>/stat` showed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StatSeen {
+    /// Not read: an earlier fact already left presence unverified.
+    NotRead,
+    /// No such file: no such process.
+    Absent,
+    /// Another error reading it.
+    Unreadable(String),
+    /// Read, but not in the `pid (comm) state ...` shape.
+    Garbled,
+    Seen {
+        /// The pid field of the file.
+        pid: u32,
+        /// The state letter (`S`, `R`, `Z`, ...).
+        state: u8,
+        /// Field 22, the start time in clock ticks after boot.
+        start_ticks: u64,
+    },
+}
+
+/// Every fact the owner check rests on, in the order rch reads them. Plain
+/// data: [`Observation::presence`] decides from it, and the same facts are
+/// the evidence `explain` shows, so the two cannot disagree.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Observation {
+    pub pid: u32,
+    pub recorded: Recorded,
+    /// None when the PID is beyond `i32`: nothing was read.
+    pub namespace: Option<Namespace>,
+    /// This machine's boot id, canonical; None when unreadable or not read.
+    pub boot_id: Option<String>,
+    pub stat: StatSeen,
+}
+
+/// What `presence` makes of a stat line's state and start.
+pub enum Process {
+    Zombie,
+    Running(u64),
+    OddState,
+}
+
+pub fn process(state: u8, start_ticks: u64) -> Process {
+    match state {
+        b'Z' | b'X' | b'x' => Process::Zombie,
+        b'R' | b'S' | b'D' | b'T' | b't' | b'K' | b'W' | b'P' | b'I' => {
+            Process::Running(start_ticks)
+        }
+        _ => Process::OddState,
+    }
+}
+
+impl Observation {
+    /// The owner's presence, judged from the facts alone (rch's
+    /// `owner_presence`): a missing PID proves the owner gone whatever was
+    /// recorded, but only once our own `/proc` and the boot id were read.
+    pub fn presence(&self) -> Presence {
+        if self.namespace != Some(Namespace::Own) {
+            return Presence::Unverified;
+        }
+        let Some(current_boot) = self.boot_id.as_deref() else {
+            return Presence::Unverified;
+        };
+        let ticks = match &self.stat {
+            StatSeen::Absent => return Presence::Gone,
+            StatSeen::Seen { pid, .. } if *pid != self.pid => return Presence::Unverified,
+            StatSeen::Seen {
+                state, start_ticks, ..
+            } => match process(*state, *start_ticks) {
+                Process::Zombie => return Presence::Gone,
+                Process::Running(ticks) => ticks,
+                Process::OddState => return Presence::Unverified,
+            },
+            StatSeen::NotRead | StatSeen::Unreadable(_) | StatSeen::Garbled => {
+                return Presence::Unverified;
+            }
+        };
+        match &self.recorded {
+            // Nothing to tell the owner from a process that reused its PID.
+            Recorded::None | Recorded::Invalid(_) => Presence::Unverified,
+            Recorded::Linux {
+                boot_id,
+                ticks: recorded_ticks,
+            } if boot_id == current_boot && ticks == *recorded_ticks => Presence::Alive,
+            // Another boot, or the PID was reused by a later process.
+            Recorded::Linux { .. } => Presence::Gone,
+        }
+    }
+}
