@@ -32,8 +32,7 @@ use std::fmt;
 use std::fs::File;
 use std::io::{self, BufReader, Read};
 use std::os::fd::{AsRawFd, FromRawFd};
-use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::Path;
 use std::sync::{Mutex, PoisonError};
 
@@ -209,22 +208,15 @@ pub struct LeaseDir {
 }
 
 impl LeaseDir {
-    /// Opens `path`, which must be a directory.
+    /// Opens `path`, which must be a directory (`O_DIRECTORY`: anything
+    /// else fails with ENOTDIR, and the descriptor names what was opened
+    /// however the path changes later). The one place a lease directory is
+    /// opened; [`crate::lease_dir::Identity::open`] resolves the path first.
     pub fn open(path: &Path) -> io::Result<LeaseDir> {
-        let c_path = CString::new(path.as_os_str().as_bytes())
-            .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
-        // SAFETY: `c_path` is a valid NUL-terminated string that outlives the call.
-        let fd = unsafe {
-            libc::open(
-                c_path.as_ptr(),
-                libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
-            )
-        };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: `fd` was just returned by open and is owned by nobody else.
-        let dir = unsafe { File::from_raw_fd(fd) };
+        let dir = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECTORY)
+            .open(path)?;
         Ok(LeaseDir {
             dir,
             euid: crate::account::euid(),

@@ -13,7 +13,6 @@ use crate::journal::LeaseDir;
 use std::ffi::OsStr;
 use std::io;
 use std::os::fd::AsRawFd;
-use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -136,10 +135,14 @@ impl Identity {
         if !std::fs::symlink_metadata(&nested).is_ok_and(|meta| meta.is_dir()) {
             return None;
         }
-        let mut entries = std::fs::read_dir(&self.resolved).ok()?;
-        let holds_journal = entries
-            .any(|entry| entry.is_ok_and(|entry| entry.file_name().as_bytes().ends_with(b".json")));
-        (!holds_journal).then_some(nested)
+        let dir = self.open().ok()?;
+        let mut listing = dir.list().ok()?;
+        while let Some(entry) = listing.next_entry() {
+            if entry.is_ok_and(|(name, _)| name.ends_with(b".json")) {
+                return None;
+            }
+        }
+        Some(nested)
     }
 }
 
