@@ -27,13 +27,18 @@ pub enum Slot {
     Deferred,
 }
 
-/// The due candidates, in order, each with its index in `candidates`.
-pub fn due(candidates: &[Candidate], backoff: &Backoff, now_ms: u64) -> Vec<(usize, Candidate)> {
+/// The due candidates, in order, each with its index in `candidates`:
+/// borrowed, never copied, since the run keeps every candidate for its
+/// report anyway.
+pub fn due<'a>(
+    candidates: &'a [Candidate],
+    backoff: &Backoff,
+    now_ms: u64,
+) -> Vec<(usize, &'a Candidate)> {
     candidates
         .iter()
         .enumerate()
         .filter(|(_, candidate)| backoff.is_due(&candidate.wrapper_id, now_ms))
-        .map(|(index, candidate)| (index, candidate.clone()))
         .collect()
 }
 
@@ -62,17 +67,17 @@ pub fn dry_run(candidates: &[Candidate], backoff: &Backoff, now_ms: u64, max: us
 /// stalled worker holds one lane, not all of them. What is never started is
 /// deferred to the next run.
 #[derive(Debug)]
-pub struct Queue {
-    pending: VecDeque<(usize, Candidate)>,
-    busy_workers: HashSet<String>,
+pub struct Queue<'a> {
+    pending: VecDeque<(usize, &'a Candidate)>,
+    busy_workers: HashSet<&'a str>,
     budget: usize,
     max_in_flight: usize,
     stopped: bool,
 }
 
-impl Queue {
+impl<'a> Queue<'a> {
     /// `due` in plan order, each candidate with the index it is known by.
-    pub fn new(due: Vec<(usize, Candidate)>, max: usize) -> Queue {
+    pub fn new(due: Vec<(usize, &'a Candidate)>, max: usize) -> Queue<'a> {
         Queue {
             pending: due.into(),
             busy_workers: HashSet::new(),
@@ -84,16 +89,16 @@ impl Queue {
 
     /// The next candidate to start now, in order, whose worker is free,
     /// while budget and lanes last.
-    pub fn next_start(&mut self) -> Option<(usize, Candidate)> {
+    pub fn next_start(&mut self) -> Option<(usize, &'a Candidate)> {
         if self.stopped || self.budget == 0 || self.busy_workers.len() >= self.max_in_flight {
             return None;
         }
         let position = self
             .pending
             .iter()
-            .position(|(_, c)| !self.busy_workers.contains(&c.worker_id))?;
+            .position(|(_, c)| !self.busy_workers.contains(c.worker_id.as_str()))?;
         let (index, candidate) = self.pending.remove(position)?;
-        self.busy_workers.insert(candidate.worker_id.clone());
+        self.busy_workers.insert(&candidate.worker_id);
         self.budget -= 1;
         Some((index, candidate))
     }
@@ -113,7 +118,7 @@ impl Queue {
     }
 
     /// Candidates that were never started, by index, in plan order.
-    pub fn into_deferred(self) -> Vec<(usize, Candidate)> {
+    pub fn into_deferred(self) -> Vec<(usize, &'a Candidate)> {
         self.pending.into()
     }
 }
@@ -137,7 +142,7 @@ mod tests {
 
     fn drain_starts(queue: &mut Queue) -> Vec<String> {
         std::iter::from_fn(|| queue.next_start())
-            .map(|(_, c)| c.wrapper_id)
+            .map(|(_, c)| c.wrapper_id.clone())
             .collect()
     }
 
@@ -152,8 +157,8 @@ mod tests {
         assert_eq!(ids(&candidates), ["b", "a", "c"]);
     }
 
-    fn indexed(candidates: Vec<Candidate>) -> Vec<(usize, Candidate)> {
-        candidates.into_iter().enumerate().collect()
+    fn indexed(candidates: &[Candidate]) -> Vec<(usize, &Candidate)> {
+        candidates.iter().enumerate().collect()
     }
 
     #[test]
@@ -197,7 +202,7 @@ mod tests {
             candidate("d1", "d", 4),
             candidate("e1", "e", 5),
         ];
-        let mut queue = Queue::new(indexed(due), 4);
+        let mut queue = Queue::new(indexed(&due), 4);
         assert_eq!(drain_starts(&mut queue), ["a1", "b1", "c1", "d1"]);
         assert_eq!(queue.in_flight(), 4);
         queue.finished("a");
@@ -209,7 +214,7 @@ mod tests {
         let deferred: Vec<_> = queue
             .into_deferred()
             .into_iter()
-            .map(|(i, c)| (i, c.wrapper_id))
+            .map(|(i, c)| (i, c.wrapper_id.clone()))
             .collect();
         assert_eq!(deferred, [(1, "a2".to_owned()), (5, "e1".to_owned())]);
     }
@@ -219,11 +224,11 @@ mod tests {
         let due: Vec<_> = (0..6)
             .map(|i| candidate(&format!("j{i}"), "w", i))
             .collect();
-        let mut queue = Queue::new(indexed(due), 4);
+        let mut queue = Queue::new(indexed(&due), 4);
         let mut started = Vec::new();
         while let Some((_, job)) = queue.next_start() {
             assert_eq!(queue.next_start(), None, "one per worker");
-            started.push(job.wrapper_id);
+            started.push(job.wrapper_id.clone());
             queue.finished("w");
         }
         assert_eq!(started, ["j0", "j1", "j2", "j3"]);
@@ -237,7 +242,7 @@ mod tests {
             candidate("first", "healthy", 1),
             candidate("second", "healthy", 2),
         ];
-        let mut queue = Queue::new(indexed(due), 4);
+        let mut queue = Queue::new(indexed(&due), 4);
         assert_eq!(drain_starts(&mut queue), ["slow", "first"]);
         queue.finished("healthy");
         assert_eq!(drain_starts(&mut queue), ["second"]);
@@ -247,7 +252,7 @@ mod tests {
     #[test]
     fn a_stopped_queue_starts_nothing_and_defers_the_rest() {
         let due = vec![candidate("a", "a", 0), candidate("b", "b", 1)];
-        let mut queue = Queue::new(indexed(due), 1);
+        let mut queue = Queue::new(indexed(&due), 1);
         assert!(queue.next_start().is_some());
         queue.stop();
         queue.finished("a");

@@ -6,6 +6,7 @@
 use crate::backoff::{Backoff, VERSION};
 use crate::exit::{ExitCode, Fatal};
 use crate::fsio::{self, Existing, FileId};
+use crate::log;
 use serde::Deserialize;
 use std::io::{self, Read};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
@@ -165,6 +166,49 @@ pub fn load_existing(path: &Path, access: Access) -> anyhow::Result<Option<Backo
                 path.display()
             ),
         )),
+    }
+}
+
+/// The state a real run starts from. A corrupt file is moved aside (kept
+/// for a person to read, never overwritten) and the run starts with empty
+/// backoff; should it not move, the run stops (74) rather than lose it.
+pub fn load_for_run(path: &Path, now_ms: u64) -> anyhow::Result<Backoff> {
+    match load(path, Access::Write)? {
+        Loaded::Missing => Ok(Backoff::empty()),
+        Loaded::Valid(backoff) => Ok(backoff),
+        Loaded::Corrupt(why, read) => {
+            let aside = quarantine(path, read, now_ms).map_err(|error| {
+                Fatal::error(
+                    ExitCode::Io,
+                    format!(
+                        "state file {} does not parse ({why}) and cannot be moved aside: {error}",
+                        path.display()
+                    ),
+                )
+            })?;
+            log::warn(format!(
+                "state file {} does not parse ({why}); moved it to {} and starting with empty backoff",
+                path.display(),
+                aside.display()
+            ));
+            Ok(Backoff::empty())
+        }
+    }
+}
+
+/// The state a dry run plans with, read only: a corrupt file is planned
+/// around with a warning and left where it is.
+pub fn load_for_plan(path: &Path) -> anyhow::Result<Backoff> {
+    match load(path, Access::Read)? {
+        Loaded::Missing => Ok(Backoff::empty()),
+        Loaded::Valid(backoff) => Ok(backoff),
+        Loaded::Corrupt(why, _) => {
+            log::warn(format!(
+                "state file {} does not parse ({why}); planning without backoff (a real run moves it aside)",
+                path.display()
+            ));
+            Ok(Backoff::empty())
+        }
     }
 }
 

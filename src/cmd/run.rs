@@ -1,10 +1,8 @@
-//! `rch-sweep [run]`: preflight → scan → judge → plan → recover → record →
-//! report.
-//!
-//! The main thread owns the queue and the backoff state; each recovery runs
-//! on a thread of its own (its child's parent-death signal is tied to that
-//! thread) and reports back over a channel. The state file is written once,
-//! at the end, also after a signal.
+//! `rch-sweep [run]`: the run's steps in order, each a call: preflight
+//! (lease directory, locks, metrics path, `rch`, state), scan, plan,
+//! recover ([`crate::dispatch`]), record ([`crate::record`]), save
+//! ([`crate::persist`]), report. A dry run and `--check` stop after the
+//! plan and write nothing.
 
 use super::Target;
 use crate::backoff::{Backoff, now_unix_ms};
@@ -14,21 +12,15 @@ use crate::journal::LeaseDir;
 use crate::lease_dir::{self, Found};
 use crate::lock;
 use crate::owner::ProcFs;
-use crate::plan::{self, Queue, Slot};
+use crate::plan::{self, Slot};
 use crate::preflight::{self, Intent};
-use crate::recover::{self, Attempt};
-use crate::report::{LeaseLine, LineDetail, Outcome, Summary};
+use crate::record::{self, Policy};
+use crate::report::{LeaseLine, Outcome, Summary};
 use crate::scan::{self, Scan, ScanOptions};
-use crate::state::{Access, Loaded};
-use crate::verdict::Candidate;
-use crate::{fsio, log, metrics, signals, state};
+use crate::{dispatch, fsio, log, persist, recover, signals, state};
 use anyhow::{Context, Result};
-use std::path::Path;
-use std::sync::mpsc;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
-
-/// How often the main loop looks at the signal flag while recoveries run.
-const POLL: Duration = Duration::from_millis(100);
 
 /// Validated settings of one run.
 struct Run {
@@ -110,7 +102,9 @@ fn missing_lease_dir(run: &Run) -> Result<ExitCode> {
     let mut summary = summary(run, Scan::default(), Duration::ZERO, Vec::new());
     if !run.dry() {
         // A run with nothing to sweep succeeded, though it has no state.
-        write_metrics(run, &mut summary, None, Some(now_unix_ms()));
+        if let Some(path) = &run.args.metrics_file {
+            persist::write_metrics(path, &mut summary, None, Some(now_unix_ms()));
+        }
     }
     print(run, &summary);
     Ok(summary.exit_code)
@@ -140,21 +134,10 @@ fn dry_run(run: &Run) -> Result<ExitCode> {
         preflight::metrics(path).warn_only();
     }
     let dir = open_lease_dir(run)?;
-    let state_file = &run.target.state_file;
-    let mut backoff = match state::load(state_file, Access::Read)? {
-        Loaded::Missing => Backoff::empty(),
-        Loaded::Valid(backoff) => backoff,
-        Loaded::Corrupt(why, _) => {
-            log::warn(format!(
-                "state file {} does not parse ({why}); planning without backoff (a real run moves it aside)",
-                state_file.display()
-            ));
-            Backoff::empty()
-        }
-    };
+    let mut backoff = state::load_for_plan(&run.target.state_file)?;
     let (mut scan, scan_duration) = scan_leases(run, &dir)?;
     // The same clamping a real run saves, applied to a copy.
-    backoff.prune(&scan.candidates, run.now_unix_ms, backoff_max_ms(run));
+    backoff.prune(&scan.candidates, run.now_unix_ms, policy(run).max_ms);
     let slots = plan::dry_run(
         &scan.candidates,
         &backoff,
@@ -173,7 +156,7 @@ fn dry_run(run: &Run) -> Result<ExitCode> {
                 Slot::WouldRecover => Outcome::WouldRecover,
                 Slot::Deferred => Outcome::Deferred,
             };
-            line(candidate, outcome, None, None, &backoff)
+            record::line(candidate, outcome, None, None, &backoff)
         })
         .collect();
     let mut summary = summary(run, scan, scan_duration, leases);
@@ -214,9 +197,56 @@ fn acquire_locks(run: &Run, dir: &LeaseDir) -> Result<lock::Lock> {
     lock::acquire_for(&run.target.state_file)
 }
 
+/// What a real run holds once its preflight passed, until it ends: the
+/// lease directory, open (its descriptor holds the lease-directory lock);
+/// the state lock; `rch`; the state to plan with.
+struct Ready {
+    dir: LeaseDir,
+    _state_lock: lock::Lock,
+    rch: PathBuf,
+    backoff: Backoff,
+}
+
+/// A real run, step by step.
 fn sweep(run: &Run) -> Result<ExitCode> {
+    let Ready {
+        dir,
+        _state_lock,
+        rch,
+        mut backoff,
+    } = preflight(run)?;
+    let (mut scan, scan_duration) = scan_leases(run, &dir)?;
+    let policy = policy(run);
+    backoff.prune(&scan.candidates, policy.now_unix_ms, policy.max_ms);
+    let due = plan::due(&scan.candidates, &backoff, policy.now_unix_ms);
+    let attempts = dispatch::recover_due(
+        &scan.candidates,
+        due,
+        usize::from(run.args.max_recoveries),
+        &recover_settings(run, rch),
+    );
+    let candidates = std::mem::take(&mut scan.candidates);
+    let mut summary = summary(run, scan, scan_duration, Vec::new());
+    record::attempts(candidates, attempts, &policy, &mut backoff, &mut summary);
+    let metrics_file = run.args.metrics_file.as_deref();
+    persist::save(
+        &run.target.state_file,
+        metrics_file,
+        &mut backoff,
+        &mut summary,
+    );
+    summary.duration = run.started.elapsed();
+    print(run, &summary);
+    Ok(summary.exit_code)
+}
+
+/// A real run's preflight past the checks every command makes: the lease
+/// directory opened and locked, the state lock, the metrics path, `rch`
+/// (found as `execvp` finds it; 78 when it is not), the leftovers of an
+/// interrupted run cleaned, the state loaded, the signal handlers in place.
+fn preflight(run: &Run) -> Result<Ready> {
     let dir = open_lease_dir(run)?;
-    let _lock = acquire_locks(run, &dir)?;
+    let state_lock = acquire_locks(run, &dir)?;
     if let Some(path) = &run.args.metrics_file {
         preflight::metrics(path).enforce()?;
     }
@@ -226,279 +256,28 @@ fn sweep(run: &Run) -> Result<ExitCode> {
         std::env::var_os("HOME").as_deref(),
     )
     .map_err(|finding| Fatal::error(finding.code, finding.message()))?;
-    clean_temps(&run.target.state_file);
+    persist::clean_leftovers(&run.target.state_file);
     if let Some(metrics) = &run.args.metrics_file {
-        clean_temps(metrics);
+        persist::clean_leftovers(metrics);
     }
-    let mut backoff = load_state(run)?;
+    let backoff = state::load_for_run(&run.target.state_file, run.now_unix_ms)?;
     signals::install().context("cannot install signal handlers")?;
+    Ok(Ready {
+        dir,
+        _state_lock: state_lock,
+        rch,
+        backoff,
+    })
+}
 
-    let (mut scan, scan_duration) = scan_leases(run, &dir)?;
-    let now = run.now_unix_ms;
-    backoff.prune(&scan.candidates, now, backoff_max_ms(run));
-    let settings = recover::Settings {
+fn recover_settings(run: &Run, rch: PathBuf) -> recover::Settings {
+    recover::Settings {
         rch,
         socket: run.args.socket.clone(),
         lease_dir: run.target.lease_dir.resolved.clone(),
         recover_timeout: Duration::from_secs(run.args.recover_timeout),
         kill_grace: Duration::from_secs(run.args.kill_grace),
-    };
-    let due = plan::due(&scan.candidates, &backoff, now);
-    let attempts = execute(
-        due,
-        scan.candidates.len(),
-        usize::from(run.args.max_recoveries),
-        &settings,
-    );
-    let candidates = std::mem::take(&mut scan.candidates);
-    let mut summary = summary(run, scan, scan_duration, Vec::new());
-    record(run, candidates, attempts, &mut backoff, &mut summary);
-    let previous_success = backoff.last_success_unix_ms;
-    if summary.exit_code == ExitCode::Success {
-        backoff.last_success_unix_ms = Some(now_unix_ms());
     }
-    if let Err(error) = state::save(&run.target.state_file, &backoff) {
-        let message = format!(
-            "cannot write state file {}: {error}; the backoff of this run is lost",
-            run.target.state_file.display()
-        );
-        log::error(&message);
-        summary.fail(ExitCode::Io, message);
-        backoff.last_success_unix_ms = previous_success;
-    }
-    let this_success = backoff.last_success_unix_ms;
-    write_metrics(run, &mut summary, previous_success, this_success);
-    if summary.exit_code != ExitCode::Success && this_success != previous_success {
-        // The metrics could not be written after the state recorded this
-        // run as a success: take that back, so no record says it was one.
-        backoff.last_success_unix_ms = previous_success;
-        if let Err(error) = state::save(&run.target.state_file, &backoff) {
-            log::error(format!(
-                "cannot write state file {}: {error}",
-                run.target.state_file.display()
-            ));
-        }
-    }
-    summary.duration = run.started.elapsed();
-    print(run, &summary);
-    Ok(summary.exit_code)
-}
-
-/// Records each candidate's attempt in the backoff state and turns it into
-/// a report line, in plan order, merging what each outcome means for the
-/// exit code into the summary.
-fn record(
-    run: &Run,
-    candidates: Vec<Candidate>,
-    attempts: Vec<Option<Attempt>>,
-    backoff: &mut Backoff,
-    summary: &mut Summary,
-) {
-    let signal = signals::received();
-    let mut leases = Vec::with_capacity(candidates.len());
-    for (candidate, attempt) in candidates.into_iter().zip(attempts) {
-        let Some(attempt) = attempt else {
-            let outcome = if backoff.is_due(&candidate.wrapper_id, run.now_unix_ms) {
-                Outcome::Deferred
-            } else {
-                Outcome::BackingOff
-            };
-            leases.push(line(candidate, outcome, None, None, backoff));
-            continue;
-        };
-        let ended = attempt.ended_unix_ms;
-        let (outcome, error) = match attempt.outcome {
-            recover::Outcome::Recovered => {
-                backoff.forget(&candidate.wrapper_id);
-                (Outcome::Recovered, None)
-            }
-            recover::Outcome::Vanished => {
-                backoff.forget(&candidate.wrapper_id);
-                (Outcome::Vanished, None)
-            }
-            recover::Outcome::Failed(error) => {
-                let base_ms = run.args.backoff_base.saturating_mul(1000);
-                backoff.record_failure(&candidate, &error, ended, base_ms, backoff_max_ms(run));
-                summary.exit_code = summary.exit_code.merge(ExitCode::Failed);
-                log::error(format!(
-                    "recovery of {} on {} failed: {error}",
-                    candidate.wrapper_id, candidate.worker_id
-                ));
-                (Outcome::Failed, Some(error))
-            }
-            recover::Outcome::Interrupted(error) => {
-                let name = signals::name(signal.unwrap_or(libc::SIGTERM));
-                let error = format!("interrupted by {name}: {error}");
-                backoff.record_interrupted(&candidate, &error, ended);
-                (Outcome::Interrupted, Some(error))
-            }
-            recover::Outcome::NotStarted(error) => {
-                // The host's fault: the lease keeps its backoff entry exactly
-                // as it was, and waits for the next run like any deferred one.
-                let message = format!(
-                    "{error}; no further recovery was started and no lease was charged a failure. Fix the rch install (or --rch / RCH_SWEEP_RCH); rch-sweep doctor checks it"
-                );
-                if !summary.errors.contains(&message) {
-                    log::error(&message);
-                }
-                summary.fail(ExitCode::Config, message);
-                (Outcome::Deferred, Some(error))
-            }
-        };
-        let duration = (outcome != Outcome::Deferred).then_some(attempt.duration);
-        leases.push(line(candidate, outcome, duration, error, backoff));
-    }
-    if let Some(signal) = signal {
-        warn_stopped(signal, &leases);
-        summary.exit_code = ExitCode::Signal(signal);
-    }
-    summary.leases = leases;
-}
-
-/// The warning a stopped run leaves in the log: which signal, and what it
-/// cut short.
-fn warn_stopped(signal: i32, leases: &[LeaseLine]) {
-    let interrupted = leases
-        .iter()
-        .filter(|line| line.outcome == Outcome::Interrupted)
-        .count();
-    log::warn(format!(
-        "stopped by {}: no further recovery started; {interrupted} running recover{} interrupted (process group killed, no failure counted, retried next run)",
-        signals::name(signal),
-        if interrupted == 1 { "y" } else { "ies" },
-    ));
-}
-
-/// Runs the due candidates through the queue; returns, per candidate index,
-/// the attempt made (None: never started). A signal, or a child that could
-/// not be started at all (a broken `rch` would fail every other one the
-/// same way), stops further starts; running recoveries finish.
-fn execute(
-    due: Vec<(usize, Candidate)>,
-    candidates: usize,
-    max: usize,
-    settings: &recover::Settings,
-) -> Vec<Option<Attempt>> {
-    let mut attempts: Vec<Option<Attempt>> = vec![None; candidates];
-    let mut queue = Queue::new(due, max);
-    let (done_tx, done_rx) = mpsc::channel::<(usize, String, Attempt)>();
-    let stop = || signals::received().is_some();
-    std::thread::scope(|scope| {
-        let mut running = 0usize;
-        loop {
-            if stop() {
-                queue.stop();
-            }
-            while let Some((index, candidate)) = queue.next_start() {
-                let done_tx = done_tx.clone();
-                let worker_id = candidate.worker_id.clone();
-                let spawned = std::thread::Builder::new()
-                    .name(format!("recover-{index}"))
-                    .spawn_scoped(scope, move || {
-                        let attempt =
-                            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                                recover::recover(settings, &candidate, &stop)
-                            }))
-                            .unwrap_or_else(|_| {
-                                let panicked = "recovery thread panicked".to_owned();
-                                Attempt::ended(recover::Outcome::Failed(panicked), Duration::ZERO)
-                            });
-                        // The receiver lives until every thread has reported.
-                        let _ = done_tx.send((index, candidate.worker_id, attempt));
-                    });
-                match spawned {
-                    Ok(_) => running += 1,
-                    Err(error) => {
-                        let why = format!("cannot start a recovery thread: {error}");
-                        attempts[index] = Some(Attempt::ended(
-                            recover::Outcome::Failed(why),
-                            Duration::ZERO,
-                        ));
-                        // Nothing runs on that worker; its lane is free again.
-                        queue.finished(&worker_id);
-                    }
-                }
-            }
-            if running == 0 {
-                break;
-            }
-            match done_rx.recv_timeout(POLL) {
-                Ok((index, worker_id, attempt)) => {
-                    running -= 1;
-                    queue.finished(&worker_id);
-                    if matches!(attempt.outcome, recover::Outcome::NotStarted(_)) {
-                        queue.stop();
-                    }
-                    attempts[index] = Some(attempt);
-                }
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
-                Err(mpsc::RecvTimeoutError::Disconnected) => break,
-            }
-        }
-    });
-    attempts
-}
-
-fn load_state(run: &Run) -> Result<Backoff> {
-    let path = &run.target.state_file;
-    match state::load(path, Access::Write)? {
-        Loaded::Missing => Ok(Backoff::empty()),
-        Loaded::Valid(backoff) => Ok(backoff),
-        Loaded::Corrupt(why, read) => {
-            let aside = state::quarantine(path, read, run.now_unix_ms).map_err(|error| {
-                Fatal::error(
-                    ExitCode::Io,
-                    format!(
-                        "state file {} does not parse ({why}) and cannot be moved aside: {error}",
-                        path.display()
-                    ),
-                )
-            })?;
-            log::warn(format!(
-                "state file {} does not parse ({why}); moved it to {} and starting with empty backoff",
-                path.display(),
-                aside.display()
-            ));
-            Ok(Backoff::empty())
-        }
-    }
-}
-
-fn clean_temps(path: &Path) {
-    match fsio::remove_stale_temps(path) {
-        Ok(removed) => {
-            for stale in removed {
-                log::info(format!(
-                    "removed {} left by an interrupted run",
-                    stale.display()
-                ));
-            }
-        }
-        Err(error) => log::warn(format!(
-            "cannot clean temporary files beside {}: {error}",
-            path.display()
-        )),
-    }
-}
-
-/// A candidate's report line, with its backoff entry as it stands now. The
-/// candidate moves into the line: memory grows with the candidates, so
-/// each is held once.
-fn line(
-    candidate: Candidate,
-    outcome: Outcome,
-    duration: Option<Duration>,
-    error: Option<String>,
-    backoff: &Backoff,
-) -> LeaseLine {
-    let entry = backoff.leases.get(&candidate.wrapper_id);
-    let detail = LineDetail {
-        duration,
-        error,
-        failures: entry.map(|entry| entry.failures),
-        next_attempt_unix_ms: entry.map(|entry| entry.next_attempt_unix_ms),
-    };
-    LeaseLine::new(candidate, outcome, detail)
 }
 
 fn summary(run: &Run, scan: Scan, scan_duration: Duration, leases: Vec<LeaseLine>) -> Summary {
@@ -531,30 +310,10 @@ fn print(run: &Run, summary: &Summary) {
     let _ = std::io::stdout().lock().write_all(text.as_bytes());
 }
 
-/// Writes the metrics file when one was asked for; failing to is an I/O
-/// error of the run (74), reported but not fatal to what was recorded. The
-/// last success it reports is this run's only when the run exits 0.
-fn write_metrics(
-    run: &Run,
-    summary: &mut Summary,
-    previous_success: Option<u64>,
-    this_success: Option<u64>,
-) {
-    let Some(path) = &run.args.metrics_file else {
-        return;
-    };
-    let last_success = if summary.exit_code == ExitCode::Success {
-        this_success
-    } else {
-        previous_success
-    };
-    if let Err(error) = metrics::write(path, summary, last_success) {
-        let message = format!("cannot write metrics file {}: {error}", path.display());
-        log::error(&message);
-        summary.fail(ExitCode::Io, message);
+fn policy(run: &Run) -> Policy {
+    Policy {
+        now_unix_ms: run.now_unix_ms,
+        base_ms: run.args.backoff_base.saturating_mul(1000),
+        max_ms: run.args.backoff_max.saturating_mul(1000),
     }
-}
-
-fn backoff_max_ms(run: &Run) -> u64 {
-    run.args.backoff_max.saturating_mul(1000)
 }

@@ -1,0 +1,89 @@
+//! What a real run leaves behind once its recoveries are recorded: the
+//! state file, then the metrics file, and the honest last success between
+//! them. A run is recorded as a success only when it exits 0 with its state
+//! saved; should the metrics then fail, that is taken back, so no record
+//! says a run succeeded that did not. Also the cleanup of the temporary
+//! files an interrupted run left beside them.
+
+use crate::backoff::{Backoff, now_unix_ms};
+use crate::exit::ExitCode;
+use crate::report::Summary;
+use crate::{fsio, log, metrics, state};
+use std::path::Path;
+
+/// Saves `backoff` to `state_file` and writes the metrics file when one is
+/// named. A failure to write either is an I/O error of the run (74), added
+/// to `summary`, never fatal to what the other records.
+pub fn save(
+    state_file: &Path,
+    metrics_file: Option<&Path>,
+    backoff: &mut Backoff,
+    summary: &mut Summary,
+) {
+    let previous_success = backoff.last_success_unix_ms;
+    if summary.exit_code == ExitCode::Success {
+        backoff.last_success_unix_ms = Some(now_unix_ms());
+    }
+    if let Err(error) = state::save(state_file, backoff) {
+        let message = format!(
+            "cannot write state file {}: {error}; the backoff of this run is lost",
+            state_file.display()
+        );
+        log::error(&message);
+        summary.fail(ExitCode::Io, message);
+        backoff.last_success_unix_ms = previous_success;
+    }
+    let this_success = backoff.last_success_unix_ms;
+    if let Some(path) = metrics_file {
+        write_metrics(path, summary, previous_success, this_success);
+    }
+    if summary.exit_code != ExitCode::Success && this_success != previous_success {
+        backoff.last_success_unix_ms = previous_success;
+        if let Err(error) = state::save(state_file, backoff) {
+            log::error(format!(
+                "cannot write state file {}: {error}",
+                state_file.display()
+            ));
+        }
+    }
+}
+
+/// Writes the metrics file; failing to is an I/O error of the run (74),
+/// reported but not fatal to what was recorded. The last success it
+/// reports is `this_success` only when the run exits 0, else the previous.
+pub fn write_metrics(
+    path: &Path,
+    summary: &mut Summary,
+    previous_success: Option<u64>,
+    this_success: Option<u64>,
+) {
+    let last_success = if summary.exit_code == ExitCode::Success {
+        this_success
+    } else {
+        previous_success
+    };
+    if let Err(error) = metrics::write(path, summary, last_success) {
+        let message = format!("cannot write metrics file {}: {error}", path.display());
+        log::error(&message);
+        summary.fail(ExitCode::Io, message);
+    }
+}
+
+/// Removes the temporary files a killed run left beside `path` (only our
+/// own regular files), saying what went.
+pub fn clean_leftovers(path: &Path) {
+    match fsio::remove_stale_temps(path) {
+        Ok(removed) => {
+            for stale in removed {
+                log::info(format!(
+                    "removed {} left by an interrupted run",
+                    stale.display()
+                ));
+            }
+        }
+        Err(error) => log::warn(format!(
+            "cannot clean temporary files beside {}: {error}",
+            path.display()
+        )),
+    }
+}

@@ -1,0 +1,125 @@
+//! What each candidate's attempt means once the recoveries are over: its
+//! backoff entry (forgotten, charged a failure, or left as it was), its
+//! report line, and what it adds to the run's exit code. Plain bookkeeping
+//! over the attempts [`crate::dispatch`] returned; the state file is written
+//! by the caller.
+
+use crate::backoff::Backoff;
+use crate::exit::ExitCode;
+use crate::log;
+use crate::recover::{self, Attempt};
+use crate::report::{LeaseLine, LineDetail, Outcome, Summary};
+use crate::signals;
+use crate::verdict::Candidate;
+use std::time::Duration;
+
+/// The backoff settings and clock of one run.
+pub struct Policy {
+    pub now_unix_ms: u64,
+    pub base_ms: u64,
+    pub max_ms: u64,
+}
+
+/// Records each candidate's attempt in `backoff` and turns it into a
+/// report line, in plan order, merging what each outcome means for the exit
+/// code into `summary`, whose lines it sets.
+pub fn attempts(
+    candidates: Vec<Candidate>,
+    attempts: Vec<Option<Attempt>>,
+    policy: &Policy,
+    backoff: &mut Backoff,
+    summary: &mut Summary,
+) {
+    let signal = signals::received();
+    let mut leases = Vec::with_capacity(candidates.len());
+    for (candidate, attempt) in candidates.into_iter().zip(attempts) {
+        let Some(attempt) = attempt else {
+            let outcome = if backoff.is_due(&candidate.wrapper_id, policy.now_unix_ms) {
+                Outcome::Deferred
+            } else {
+                Outcome::BackingOff
+            };
+            leases.push(line(candidate, outcome, None, None, backoff));
+            continue;
+        };
+        let ended = attempt.ended_unix_ms;
+        let (outcome, error) = match attempt.outcome {
+            recover::Outcome::Recovered => {
+                backoff.forget(&candidate.wrapper_id);
+                (Outcome::Recovered, None)
+            }
+            recover::Outcome::Vanished => {
+                backoff.forget(&candidate.wrapper_id);
+                (Outcome::Vanished, None)
+            }
+            recover::Outcome::Failed(error) => {
+                backoff.record_failure(&candidate, &error, ended, policy.base_ms, policy.max_ms);
+                summary.exit_code = summary.exit_code.merge(ExitCode::Failed);
+                log::error(format!(
+                    "recovery of {} on {} failed: {error}",
+                    candidate.wrapper_id, candidate.worker_id
+                ));
+                (Outcome::Failed, Some(error))
+            }
+            recover::Outcome::Interrupted(error) => {
+                let name = signals::name(signal.unwrap_or(libc::SIGTERM));
+                let error = format!("interrupted by {name}: {error}");
+                backoff.record_interrupted(&candidate, &error, ended);
+                (Outcome::Interrupted, Some(error))
+            }
+            recover::Outcome::NotStarted(error) => {
+                // The host's fault: the lease keeps its backoff entry exactly
+                // as it was, and waits for the next run like any deferred one.
+                let message = format!(
+                    "{error}; no further recovery was started and no lease was charged a failure. Fix the rch install (or --rch / RCH_SWEEP_RCH); rch-sweep doctor checks it"
+                );
+                if !summary.errors.contains(&message) {
+                    log::error(&message);
+                }
+                summary.fail(ExitCode::Config, message);
+                (Outcome::Deferred, Some(error))
+            }
+        };
+        let duration = (outcome != Outcome::Deferred).then_some(attempt.duration);
+        leases.push(line(candidate, outcome, duration, error, backoff));
+    }
+    if let Some(signal) = signal {
+        warn_stopped(signal, &leases);
+        summary.exit_code = ExitCode::Signal(signal);
+    }
+    summary.leases = leases;
+}
+
+/// The warning a stopped run leaves in the log: which signal, and what it
+/// cut short.
+fn warn_stopped(signal: i32, leases: &[LeaseLine]) {
+    let interrupted = leases
+        .iter()
+        .filter(|line| line.outcome == Outcome::Interrupted)
+        .count();
+    log::warn(format!(
+        "stopped by {}: no further recovery started; {interrupted} running recover{} interrupted (process group killed, no failure counted, retried next run)",
+        signals::name(signal),
+        if interrupted == 1 { "y" } else { "ies" },
+    ));
+}
+
+/// A candidate's report line, with its backoff entry as it stands now. The
+/// candidate moves into the line: memory grows with the candidates, so
+/// each is held once.
+pub fn line(
+    candidate: Candidate,
+    outcome: Outcome,
+    duration: Option<Duration>,
+    error: Option<String>,
+    backoff: &Backoff,
+) -> LeaseLine {
+    let entry = backoff.leases.get(&candidate.wrapper_id);
+    let detail = LineDetail {
+        duration,
+        error,
+        failures: entry.map(|entry| entry.failures),
+        next_attempt_unix_ms: entry.map(|entry| entry.next_attempt_unix_ms),
+    };
+    LeaseLine::new(candidate, outcome, detail)
+}
