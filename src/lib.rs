@@ -1,10 +1,13 @@
 //! rch-sweep: a one-shot recovery of dead rch client leases.
 //!
-//! The flow is scan → judge → plan → recover → record → report, one module a
-//! step. The decisions (`judge`, `plan`, `backoff`, `exit`) are pure functions
-//! over plain data; the modules around them do the I/O: `journal` and `owner`
-//! read, `child` and `recover` run `rch`, `state`, `lock` and `fsio` persist,
-//! `report`, `metrics` and `log` speak.
+//! The flow is preflight → scan → judge → plan → recover → record → report,
+//! one module a step. Plain data sits at the bottom (`verdict`,
+//! `observation`, `stat`, `evidence`); the decisions over it (`judge`,
+//! `plan`, `backoff`, `exit`, `record`) are functions over plain data; the
+//! modules around them do the I/O: `journal` and `owner` read, `preflight`
+//! looks, `child`, `recover` and `dispatch` run `rch`, `state`, `lock`,
+//! `fsio` and `persist` write, `report`, `evidence_text`, `metrics` and
+//! `log` speak. No module imports one above it (README, "Development").
 
 pub mod account;
 pub mod backoff;
