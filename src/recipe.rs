@@ -157,7 +157,7 @@ impl Key {
 
 /// A map key, read as `Value` reads one: a string (`deserialize_str`, as
 /// its `KeyClassifier` asks), classified by `classify` without being kept.
-struct KeySeed<F>(F);
+pub struct KeySeed<F>(pub F);
 
 impl<'de, F: FnOnce(&str) -> T, T> DeserializeSeed<'de> for KeySeed<F> {
     type Value = T;
@@ -257,8 +257,16 @@ impl<'de> Visitor<'de> for RecipeVisitor {
 
 /// Reads one value into a [`Slot`], with `Value`'s calls.
 #[derive(Clone, Copy)]
-struct SlotSeed {
+pub struct SlotSeed {
     keep_text: bool,
+}
+
+impl SlotSeed {
+    /// A seed that keeps no text: enough to tell a number's type and range
+    /// (`Slot::as_u64` accepts exactly what serde's `u64` accepts).
+    pub fn numbers() -> SlotSeed {
+        SlotSeed { keep_text: false }
+    }
 }
 
 impl<'de> DeserializeSeed<'de> for SlotSeed {

@@ -438,7 +438,7 @@ pub fn judge_file(
             // the limit while it was parsed is `unreadable`, never
             // `malformed`, so the size check is passed only once the parse
             // has ended.
-            match journal::read_lease(&file, stat.size) {
+            match journal::read_lease(&file) {
                 Ok((lease, read)) => {
                     checks.push(Check::pass(
                         SkipReason::Unreadable,
