@@ -86,13 +86,14 @@ pub fn resolve_rch(
     if let Some(found) = tried.iter().find(|candidate| is_executable(candidate)) {
         return Ok(found.clone());
     }
-    let places: Vec<String> = tried
-        .iter()
-        .map(|path| match std::fs::metadata(path) {
+    let mut places: Vec<String> = Vec::with_capacity(tried.len());
+    let mut seen = std::collections::HashSet::new();
+    for path in tried.iter().filter(|path| seen.insert(path.as_path())) {
+        places.push(match std::fs::metadata(path) {
             Ok(_) => format!("{} (not executable by this user)", path.display()),
             Err(_) => path.display().to_string(),
-        })
-        .collect();
+        });
+    }
     Err(RchNotFound {
         finding: format!(
             "`{}` was not found as a program this user may run (looked in: {})",

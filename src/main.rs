@@ -63,10 +63,18 @@ fn print_error_document(code: ExitCode, error: &anyhow::Error) {
     if !matches!(code, ExitCode::Io | ExitCode::Locked | ExitCode::Config) {
         return;
     }
-    let document = serde_json::json!({
-        "version": 1,
-        "exit_code": code.code(),
-        "error": format!("{error:#}"),
-    });
-    let _ = writeln!(std::io::stdout().lock(), "{document}");
+    // A struct, not `json!`, so the keys come in SPEC's order.
+    #[derive(serde::Serialize)]
+    struct Document {
+        version: u32,
+        exit_code: i32,
+        error: String,
+    }
+    let document = Document {
+        version: 1,
+        exit_code: code.code(),
+        error: format!("{error:#}"),
+    };
+    let text = serde_json::to_string(&document).unwrap_or_default();
+    let _ = writeln!(std::io::stdout().lock(), "{text}");
 }

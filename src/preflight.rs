@@ -179,6 +179,12 @@ impl Intent {
         matches!(self, Intent::Run | Intent::Forget | Intent::Doctor)
     }
 
+    /// Creates the state folder when it is missing (`forget` then has
+    /// nothing to forget).
+    fn creates_state_folder(self) -> bool {
+        matches!(self, Intent::Run | Intent::Doctor)
+    }
+
     /// Acts for the lease directory's owner, so refuses any other user: a
     /// run's recoveries use this user's keys; `--check` run by a monitor's
     /// own account would judge every journal foreign and always pass;
@@ -271,6 +277,17 @@ pub fn lease_dir(identity: &Identity, intent: Intent) -> Finding {
             )
         };
     }
+    // What the scan needs: to list the directory and open what is in it.
+    // Looked at only for the owner (another user's directory is refused or
+    // warned about above, and a dry run of theirs fails at the listing).
+    if let Err(error) = fsio::may_access(&identity.resolved, libc::R_OK | libc::X_OK) {
+        return Finding::fail(
+            check,
+            ExitCode::Io,
+            format!("cannot read lease directory {shown}: {error}"),
+            "check its permissions and the disk",
+        );
+    }
     if let Some(nested) = identity.nested_job_leases() {
         return Finding::warn(
             check,
@@ -328,7 +345,20 @@ pub fn state_path(identity: &Identity, state_file: &Path, intent: Intent) -> Fin
             )
         };
         match fsio::existing(&path) {
-            Ok(Existing::Missing | Existing::Ours(_)) => {}
+            Ok(Existing::Missing) => {}
+            // The lock is opened for reading and writing, even when another
+            // sweep holds it.
+            Ok(Existing::Ours(_)) if intent.writes_state() && what == "lock file" => {
+                if let Err(error) = fsio::may_access(&path, libc::R_OK | libc::W_OK) {
+                    return Finding::fail(
+                        check,
+                        ExitCode::Io,
+                        format!("cannot open {what} {} to lock it: {error}", path.display()),
+                        format!("chmod 0600 {}", path.display()),
+                    );
+                }
+            }
+            Ok(Existing::Ours(_)) => {}
             Ok(Existing::Foreign(_)) if access == Access::Read => {}
             Ok(Existing::Foreign(_)) => return refuse("owned by another user"),
             Ok(Existing::Other(kind)) => return refuse(kind.described()),
@@ -368,18 +398,76 @@ pub fn state_path(identity: &Identity, state_file: &Path, intent: Intent) -> Fin
             format!("state folder {} is not a directory", folder.display()),
             "point --state-file / RCH_SWEEP_STATE_FILE into a folder",
         ),
-        Ok(_) => Finding::ok(check, format!("{}", state_file.display())),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Finding::warn(
-            check,
-            format!("state folder {} does not exist yet", folder.display()),
-            "nothing to do: a run creates it (mode 0700)",
-        ),
+        Ok(_) => match intent.writes_state().then(|| fsio::may_write_into(folder)) {
+            Some(Err(error)) => Finding::fail(
+                check,
+                ExitCode::Io,
+                format!(
+                    "cannot write into state folder {} ({error}); a run could neither take its lock nor save its state",
+                    folder.display()
+                ),
+                unwritable_fix(folder),
+            ),
+            _ => Finding::ok(check, format!("{}", state_file.display())),
+        },
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            match intent.creates_state_folder().then(|| creatable(folder)) {
+                Some(Err((above, error))) => Finding::fail(
+                    check,
+                    ExitCode::Io,
+                    format!(
+                        "state folder {} does not exist and cannot be created: {}: {error}",
+                        folder.display(),
+                        above.display()
+                    ),
+                    unwritable_fix(folder),
+                ),
+                _ => Finding::warn(
+                    check,
+                    format!("state folder {} does not exist yet", folder.display()),
+                    "nothing to do: a run creates it (mode 0700)",
+                ),
+            }
+        }
         Err(error) => Finding::fail(
             check,
             ExitCode::Io,
             format!("cannot look at state folder {}: {error}", folder.display()),
             "check the permissions of the folders above it",
         ),
+    }
+}
+
+fn unwritable_fix(folder: &Path) -> String {
+    format!(
+        "make {} this user's (or create it as this user, mode 0700), or point --state-file / RCH_SWEEP_STATE_FILE into a folder of your own",
+        folder.display()
+    )
+}
+
+/// Whether a run could create the missing `folder`: its nearest existing
+/// ancestor must be a directory this user may write into. The error names
+/// that ancestor.
+fn creatable(folder: &Path) -> Result<(), (PathBuf, std::io::Error)> {
+    let Some(above) = folder
+        .ancestors()
+        .skip(1)
+        .find(|path| path.as_os_str().is_empty() || std::fs::symlink_metadata(path).is_ok())
+    else {
+        return Ok(());
+    };
+    let above = if above.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        above
+    };
+    match std::fs::metadata(above) {
+        Ok(meta) if !meta.is_dir() => Err((
+            above.to_path_buf(),
+            std::io::Error::from_raw_os_error(libc::ENOTDIR),
+        )),
+        Ok(_) => fsio::may_write_into(above).map_err(|error| (above.to_path_buf(), error)),
+        Err(error) => Err((above.to_path_buf(), error)),
     }
 }
 

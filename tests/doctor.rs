@@ -148,6 +148,20 @@ fn a_healthy_setup_passes_every_check_and_changes_nothing() {
         let before = tree();
         let (code, document) = setup.doctor();
         assert_eq!(code, 0, "{document}");
+        // SPEC's key order, as the document is written.
+        let raw = stdout(
+            &setup
+                .command(Some("doctor"), &["--json"])
+                .output()
+                .expect("doctor"),
+        );
+        assert!(
+            raw.starts_with(
+                r#"{"version":1,"checks":[{"check":"lease_dir","status":"ok","finding":"#
+            ),
+            "{raw}"
+        );
+        assert!(raw.trim_end().ends_with(r#"],"exit_code":0}"#), "{raw}");
         assert_eq!(
             names(&document),
             ["lease_dir", "state", "lock", "rch", "metrics", "journals"]
@@ -177,7 +191,7 @@ fn a_healthy_setup_passes_every_check_and_changes_nothing() {
         );
         assert_eq!(
             rch_calls(&world),
-            ["--version"],
+            ["--version", "--version"],
             "the fake saw more than --version"
         );
         assert_eq!(tree(), before, "existing {existing}");
@@ -398,6 +412,131 @@ fn refusals() -> Vec<Refusal> {
             },
         },
         Refusal {
+            name: "lock path is a directory",
+            check: "state",
+            code: 74,
+            needs_root: false,
+            arrange: |world, _| {
+                let lock = world.state_file().with_file_name("backoff.json.lock");
+                fs::create_dir_all(lock).expect("mkdir");
+            },
+        },
+        Refusal {
+            name: "lock path is a symlink",
+            check: "state",
+            code: 74,
+            needs_root: false,
+            arrange: |world, _| {
+                fs::create_dir_all(world.state_file().parent().expect("folder")).expect("mkdir");
+                let lock = world.state_file().with_file_name("backoff.json.lock");
+                symlink(world.path("elsewhere.lock"), lock).expect("symlink");
+            },
+        },
+        Refusal {
+            name: "state folder is a file",
+            check: "state",
+            code: 74,
+            needs_root: false,
+            arrange: |world, _| {
+                fs::write(world.state_file().parent().expect("folder"), "").expect("write");
+            },
+        },
+        Refusal {
+            name: "state folder not writable by this user",
+            check: "state",
+            code: 74,
+            needs_root: true,
+            arrange: |world, setup| {
+                world.hand_to_nobody();
+                // Root's, mode 0755: trusted, but nobody cannot write into it.
+                let folder = world.path("root-state");
+                fs::create_dir(&folder).expect("mkdir");
+                setup.state_file = folder.join("backoff.json");
+                setup.nobody = true;
+            },
+        },
+        Refusal {
+            name: "state folder missing and its parent not writable by this user",
+            check: "state",
+            code: 74,
+            needs_root: true,
+            arrange: |world, setup| {
+                world.hand_to_nobody();
+                let above = world.path("root-owned");
+                fs::create_dir(&above).expect("mkdir");
+                setup.state_file = above.join("rch-sweep/backoff.json");
+                setup.nobody = true;
+            },
+        },
+        Refusal {
+            name: "lock file this user may not open for writing",
+            check: "state",
+            code: 74,
+            needs_root: true,
+            arrange: |world, setup| {
+                world.hand_to_nobody();
+                let lock = world.state_file().with_file_name("backoff.json.lock");
+                fs::write(&lock, "").expect("write");
+                give_to_nobody(&lock);
+                fs::set_permissions(&lock, fs::Permissions::from_mode(0o400)).expect("chmod");
+                setup.nobody = true;
+            },
+        },
+        Refusal {
+            name: "state file this user may not read",
+            check: "state",
+            code: 74,
+            needs_root: true,
+            arrange: |world, setup| {
+                world.hand_to_nobody();
+                fs::write(world.state_file(), r#"{"version": 1}"#).expect("write");
+                give_to_nobody(&world.state_file());
+                fs::set_permissions(world.state_file(), fs::Permissions::from_mode(0o000))
+                    .expect("chmod");
+                setup.nobody = true;
+            },
+        },
+        Refusal {
+            name: "lease directory this user may not list",
+            check: "lease_dir",
+            code: 74,
+            needs_root: true,
+            arrange: |world, setup| {
+                world.hand_to_nobody();
+                fs::set_permissions(world.leases(), fs::Permissions::from_mode(0o300))
+                    .expect("chmod");
+                setup.nobody = true;
+            },
+        },
+        Refusal {
+            name: "metrics file of another user",
+            check: "metrics",
+            code: 74,
+            needs_root: true,
+            arrange: |world, setup| {
+                fs::create_dir(world.path("textfile")).expect("mkdir");
+                let prom = world.path("textfile/rch.prom");
+                fs::write(&prom, "").expect("write");
+                give_to_nobody(&prom);
+                setup
+                    .args
+                    .extend(["--metrics-file".into(), utf8(&prom).into()]);
+            },
+        },
+        Refusal {
+            name: "metrics folder missing, with no lease directory yet",
+            check: "metrics",
+            code: 74,
+            needs_root: false,
+            arrange: |world, setup| {
+                setup.lease_dir = world.path("none/job-leases");
+                let prom = world.path("nowhere/rch.prom");
+                setup
+                    .args
+                    .extend(["--metrics-file".into(), utf8(&prom).into()]);
+            },
+        },
+        Refusal {
             name: "metrics folder not writable by this user",
             check: "metrics",
             code: 74,
@@ -449,6 +588,19 @@ fn doctor_fails_every_setup_a_real_run_refuses() {
         );
         let (code, document) = setup.doctor();
         assert_eq!(code, 1, "{}: {document}", refusal.name);
+        if refusal.name == "rch found nowhere" {
+            // SPEC: the finding lists every path tried.
+            let finding = row(&document, "rch")["finding"]
+                .as_str()
+                .unwrap_or_default();
+            for tried in [
+                "/nonexistent/rch",
+                "home/.local/bin/rch",
+                "home/.cargo/bin/rch",
+            ] {
+                assert!(finding.contains(tried), "{tried} not in {finding}");
+            }
+        }
         assert_eq!(
             row(&document, refusal.check)["status"],
             "fail",
@@ -465,7 +617,38 @@ fn doctor_fails_every_setup_a_real_run_refuses() {
         assert!(fails[0]["fix"].as_str().is_some_and(|fix| !fix.is_empty()));
         checked += 1;
     }
-    assert!(checked >= 12, "too few setups ran: {checked}");
+    assert!(checked >= 17, "too few setups ran: {checked}");
+}
+
+/// Without a lease directory a run has nothing to sweep and exits 0 before
+/// it looks at the state or `rch`: what would stop it once rch creates the
+/// directory is a warning then, not a fail, so that doctor still fails
+/// exactly what a run refuses.
+#[test]
+fn without_a_lease_directory_what_a_run_does_not_refuse_only_warns() {
+    let world = World::new();
+    let mut setup = Setup::of(&world);
+    setup.lease_dir = world.path("absent/job-leases");
+    fs::create_dir_all(world.state_file().parent().expect("folder")).expect("mkdir");
+    mkfifo(&world.state_file());
+    setup.args.clear();
+    setup.env = vec![
+        ("PATH".into(), "/nonexistent".into()),
+        ("HOME".into(), utf8(&world.path("home")).into()),
+    ];
+    let output = setup.command(None, &[]).output().expect("run");
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let (code, document) = setup.doctor();
+    assert_eq!(code, 0, "{document}");
+    for check in ["lease_dir", "state", "rch"] {
+        assert_eq!(row(&document, check)["status"], "warn", "{document}");
+    }
+    for check in ["state", "rch"] {
+        let finding = row(&document, check)["finding"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(finding.contains("a run now exits 0"), "{finding}");
+    }
 }
 
 #[test]

@@ -509,17 +509,58 @@ fn an_unwritable_state_folder_is_74_and_its_run_no_success() {
     if !root_or_skip("an_unwritable_state_folder") {
         return;
     }
+    // Read-only from the start: the preflight refuses it (74) before any
+    // recovery, and no metrics claim a success.
     let world = World::new();
-    let id = world.will_complete(Journal::stale("hz4", 2 * HOUR_MS));
+    let journal = Journal::stale("hz4", 2 * HOUR_MS);
+    world.add(&journal);
     let rch = world.completing_rch();
     world.hand_to_nobody();
     let folder = world.state_file().parent().expect("folder").to_path_buf();
+    fs::set_permissions(&folder, fs::Permissions::from_mode(0o500)).expect("chmod");
+    let textfile = world.path("textfile");
+    fs::create_dir(&textfile).expect("mkdir");
+    give_to_nobody(&textfile);
+    let prom = textfile.join("rch.prom");
+    let journal_path = world.leases().join(journal.file_name());
+    let before = fs::read(&journal_path).expect("journal");
+    let mut command = world.sub(&["--json", "--rch", utf8(&rch), "--metrics-file", utf8(&prom)]);
+    let output = as_nobody(&mut command).output().expect("run");
+    assert_eq!(output.status.code(), Some(74), "{}", stderr(&output));
+    let document = one_document(&output);
+    assert_eq!(document["exit_code"], 74);
+    assert!(
+        document["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("cannot write into state folder")),
+        "{document}"
+    );
+    assert_eq!(
+        fs::read(&journal_path).expect("journal"),
+        before,
+        "no recovery ran"
+    );
+    assert!(!prom.exists(), "no metrics from a run that never started");
+    fs::set_permissions(&folder, fs::Permissions::from_mode(0o700)).expect("chmod back");
+
+    // Made read-only while the recovery ran (as a full disk or an admin
+    // would): the recovery stands, the save fails, the run is 74 and its
+    // metrics report no success.
+    let world = World::new();
+    let id = world.will_complete(Journal::stale("hz4", 2 * HOUR_MS));
+    let folder = world.state_file().parent().expect("folder").to_path_buf();
+    let rch = world.fake_rch(
+        "rch",
+        &format!(
+            "cp \"{done}/$3.json\" \"$leases/$3.json\" && chmod 0500 '{folder}'",
+            done = world.path("done").display(),
+            folder = folder.display()
+        ),
+    );
+    world.hand_to_nobody();
     let lock = world.state_file().with_file_name("backoff.json.lock");
     fs::write(&lock, "").expect("lock file");
     give_to_nobody(&lock);
-    // Its own folder, but read-only: the lock opens, the state cannot be
-    // replaced.
-    fs::set_permissions(&folder, fs::Permissions::from_mode(0o500)).expect("chmod");
     let textfile = world.path("textfile");
     fs::create_dir(&textfile).expect("mkdir");
     give_to_nobody(&textfile);

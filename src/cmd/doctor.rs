@@ -42,9 +42,9 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     let target = Target::resolve(&args.paths);
     let mut findings = vec![
         preflight::lease_dir(&target.lease_dir, Intent::Doctor),
-        state(&target),
+        not_yet(&target, state(&target)),
         preflight::lock(&target.lease_dir, &target.state_file),
-        rch(&args),
+        not_yet(&target, rch(&args)),
     ];
     if let Some(path) = &args.metrics_file {
         findings.push(preflight::metrics(path));
@@ -63,6 +63,26 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     // A closed stdout (`| head`) is not worth an error.
     let _ = std::io::stdout().lock().write_all(text.as_bytes());
     Ok(code)
+}
+
+/// While the lease directory does not exist a run has nothing to sweep and
+/// exits 0 before it looks at the state or `rch` (the metrics file it still
+/// writes, so that check stands): what would fail it once rch creates the
+/// directory is a warning now, since a run refuses exactly what doctor
+/// fails.
+fn not_yet(target: &Target, finding: Finding) -> Finding {
+    if finding.status != Status::Fail || !matches!(target.lease_dir.found, Found::Missing) {
+        return finding;
+    }
+    Finding::warn(
+        finding.check,
+        format!(
+            "{}; a run now exits 0 (no lease directory yet), but once rch creates it a run exits {}",
+            finding.finding,
+            finding.code.code()
+        ),
+        finding.fix.unwrap_or_default(),
+    )
 }
 
 /// The state path and folder (what a run refuses before its lock), then
@@ -103,7 +123,7 @@ fn rch(args: &RunArgs) -> Finding {
     let by_path = explicit.is_none_or(|rch| rch.components().count() == 1 && !rch.is_absolute());
     if by_path {
         let timer = config::resolve_rch(explicit, Some(OsStr::new(TIMER_PATH)), home.as_deref());
-        if timer.as_ref() != Ok(&found) {
+        if !timer.as_ref().is_ok_and(|other| same_file(other, &found)) {
             let other = match &timer {
                 Ok(other) => other.display().to_string(),
                 Err(_) => "no rch".to_owned(),
@@ -131,6 +151,16 @@ fn rch(args: &RunArgs) -> Finding {
             format!("{found_text}; {}", warnings.join("; ")),
             fixes.join("; "),
         )
+    }
+}
+
+/// Whether two paths name one file (a `PATH` entry may reach it through a
+/// symlinked folder).
+fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
+        _ => a == b,
     }
 }
 
@@ -312,25 +342,40 @@ fn human(findings: &[Finding], colour: bool) -> String {
     out
 }
 
-/// SPEC's document: `{"version": 1, "checks": [...], "exit_code": N}`.
+/// SPEC's document: `{"version": 1, "checks": [...], "exit_code": N}`,
+/// from structs, so the keys come in SPEC's order.
 fn json(findings: &[Finding], code: ExitCode) -> String {
-    let checks: Vec<serde_json::Value> = findings
+    #[derive(serde::Serialize)]
+    struct Row<'a> {
+        check: &'a str,
+        status: &'a str,
+        finding: &'a str,
+        fix: Option<&'a str>,
+    }
+    #[derive(serde::Serialize)]
+    struct Document<'a> {
+        version: u32,
+        checks: Vec<Row<'a>>,
+        exit_code: i32,
+    }
+    let checks = findings
         .iter()
-        .map(|finding| {
-            serde_json::json!({
-                "check": finding.check.as_str(),
-                "status": finding.status.as_str(),
-                "finding": finding.finding,
-                "fix": if finding.status == Status::Ok { None } else { finding.fix.as_deref() },
-            })
+        .map(|finding| Row {
+            check: finding.check.as_str(),
+            status: finding.status.as_str(),
+            finding: &finding.finding,
+            fix: finding
+                .fix
+                .as_deref()
+                .filter(|_| finding.status != Status::Ok),
         })
         .collect();
-    let document = serde_json::json!({
-        "version": 1,
-        "checks": checks,
-        "exit_code": code.code(),
-    });
-    format!("{document}\n")
+    let document = Document {
+        version: 1,
+        checks,
+        exit_code: code.code(),
+    };
+    format!("{}\n", serde_json::to_string(&document).unwrap_or_default())
 }
 
 #[cfg(test)]

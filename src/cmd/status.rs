@@ -42,12 +42,19 @@ fn json(backoff: &Backoff, now: u64, state_file: &Path) -> String {
             (id.clone(), value)
         })
         .collect();
-    let document = serde_json::json!({
-        "version": 1,
-        "state_file": state_file.to_string_lossy(),
-        "leases": leases,
-    });
-    format!("{document}\n")
+    // A struct, not `json!`, so the keys come in SPEC's order.
+    #[derive(serde::Serialize)]
+    struct Document<'a> {
+        version: u32,
+        state_file: std::borrow::Cow<'a, str>,
+        leases: serde_json::Map<String, serde_json::Value>,
+    }
+    let document = Document {
+        version: 1,
+        state_file: state_file.to_string_lossy(),
+        leases,
+    };
+    format!("{}\n", serde_json::to_string(&document).unwrap_or_default())
 }
 
 fn human(backoff: &Backoff, now: u64, path: &str) -> String {
