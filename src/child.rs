@@ -18,10 +18,11 @@
 //!   die with it and release the pipe. On Linux the child also gets
 //!   `PR_SET_PDEATHSIG`, so it does not outlive a crashed sweeper.
 
-use std::ffi::OsString;
+use std::ffi::{CString, OsString};
 use std::fmt;
 use std::io::{self, Read};
 use std::os::fd::{AsFd, AsRawFd};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -306,6 +307,86 @@ unsafe fn cloexec_above_stdio(fd_limit: libc::c_int) {
     }
 }
 
+/// The program, its argv and its whole environment, made ready before the
+/// fork so the child only has to call `execve`.
+///
+/// std's own exec is `execvp`, and glibc's `execvp` hands a file the kernel
+/// refuses as `ENOEXEC` (no `#!`, another architecture's binary, random
+/// bytes) to `/bin/sh`: a broken `rch` would then "start" and fail every
+/// lease it is given, each charged a failure and hours of backoff. Called
+/// directly, `execve` fails, std reports its errno as a spawn error, and
+/// the run knows the host is at fault (SPEC One recovery, step 2).
+struct ExecImage {
+    program: CString,
+    _strings: Vec<CString>,
+    argv: Vec<*const libc::c_char>,
+    envp: Vec<*const libc::c_char>,
+}
+
+// SAFETY: the pointers point into the heap buffers of the `CString`s the
+// image owns, which neither move nor change while it lives; they are only
+// read, by `execve` in the forked child.
+unsafe impl Send for ExecImage {}
+// SAFETY: as above: shared access only ever reads.
+unsafe impl Sync for ExecImage {}
+
+impl ExecImage {
+    fn new(spec: &ChildSpec<'_>) -> io::Result<ExecImage> {
+        let c_string = |bytes: &[u8]| {
+            CString::new(bytes).map_err(|_| {
+                io::Error::new(io::ErrorKind::InvalidInput, "a NUL byte in the command")
+            })
+        };
+        let program = c_string(spec.program.as_os_str().as_bytes())?;
+        let mut strings = vec![program.clone()];
+        for arg in spec.args {
+            strings.push(c_string(arg.as_bytes())?);
+        }
+        let argc = strings.len();
+        // This process's environment with `spec.env` laid over it, as std
+        // would have built it.
+        let mut env: Vec<(OsString, OsString)> = std::env::vars_os()
+            .filter(|(key, _)| !spec.env.iter().any(|(set, _)| set == key))
+            .collect();
+        env.extend(spec.env.iter().cloned());
+        for (key, value) in &env {
+            let mut pair = key.as_bytes().to_vec();
+            pair.push(b'=');
+            pair.extend_from_slice(value.as_bytes());
+            strings.push(c_string(&pair)?);
+        }
+        let pointers = |range: &[CString]| {
+            range
+                .iter()
+                .map(|string| string.as_ptr())
+                .chain(std::iter::once(std::ptr::null()))
+                .collect::<Vec<_>>()
+        };
+        let argv = pointers(&strings[..argc]);
+        let envp = pointers(&strings[argc..]);
+        Ok(ExecImage {
+            program,
+            _strings: strings,
+            argv,
+            envp,
+        })
+    }
+
+    /// Replaces the process; returns only the error of a failed `execve`.
+    fn exec(&self) -> io::Error {
+        // SAFETY: every pointer is valid and NUL-terminated, each array ends
+        // in a null pointer, and all of it outlives the call.
+        unsafe {
+            libc::execve(
+                self.program.as_ptr(),
+                self.argv.as_ptr(),
+                self.envp.as_ptr(),
+            )
+        };
+        io::Error::last_os_error()
+    }
+}
+
 /// Runs the child to completion under `deadline`, which covers both its exit
 /// and the EOF of its stderr, and kills its whole process group when the
 /// deadline passes or `stop` (polled about every 50 ms) returns true.
@@ -349,27 +430,32 @@ pub fn run_capturing(
         source,
     };
 
+    // The program, argv and environment that count are the image's: its
+    // `execve` in `pre_exec` replaces the child before std's own exec.
     let mut command = Command::new(spec.program);
     command
         .args(spec.args)
-        .envs(spec.env.iter().map(|(key, value)| (key, value)))
         .stdin(Stdio::null())
         .process_group(0);
     match capture {
         Capture::Stderr => command.stdout(Stdio::null()).stderr(Stdio::piped()),
         Capture::Stdout => command.stdout(Stdio::piped()).stderr(Stdio::null()),
     };
+    let image = ExecImage::new(spec).map_err(spawn_error)?;
     #[cfg(target_os = "linux")]
-    {
-        // SAFETY: getpid has no preconditions and cannot fail.
-        let parent = unsafe { libc::getpid() };
-        let fd_limit = open_file_limit();
-        // SAFETY: the closure runs in the forked child before exec, where only
-        // async-signal-safe work is allowed. It calls only `prctl`, `getppid`,
-        // `close_range` and `fcntl` (all plain syscalls), captures integers by
-        // copy, and builds its errors from raw errnos, which does not allocate.
-        unsafe {
-            command.pre_exec(move || {
+    // SAFETY: getpid has no preconditions and cannot fail.
+    let parent = unsafe { libc::getpid() };
+    #[cfg(target_os = "linux")]
+    let fd_limit = open_file_limit();
+    // SAFETY: the closure runs in the forked child before exec, where only
+    // async-signal-safe work is allowed. It calls only `prctl`, `getppid`,
+    // `close_range`, `fcntl` and `execve` (all plain syscalls), reads what
+    // the parent built before the fork, and builds its errors from raw
+    // errnos, which does not allocate.
+    unsafe {
+        command.pre_exec(move || {
+            #[cfg(target_os = "linux")]
+            {
                 if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
                     return Err(io::Error::last_os_error());
                 }
@@ -379,9 +465,9 @@ pub fn run_capturing(
                     return Err(io::Error::from_raw_os_error(libc::ESRCH));
                 }
                 cloexec_above_stdio(fd_limit);
-                Ok(())
-            });
-        }
+            }
+            Err(image.exec())
+        });
     }
 
     let mut child = command.spawn().map_err(spawn_error)?;

@@ -281,6 +281,50 @@ fn a_child_that_cannot_be_started_defers_its_lease_untouched_and_exits_78() {
     }
 }
 
+/// Files `execve` refuses as no executable format (ENOEXEC): glibc's
+/// `execvp` would hand each to `/bin/sh`, which then "runs" it and fails,
+/// charging the lease a failure. Each must be a host fault like any other.
+#[test]
+fn an_rch_of_no_executable_format_is_78_and_costs_no_lease_a_failure() {
+    // An ELF header of no machine this kernel runs, a text file with no
+    // `#!` (sh would run it, and it would "succeed"), and random bytes.
+    let mut elf = b"\x7fELF\x02\x01\x01".to_vec();
+    elf.resize(64, 0);
+    elf[18] = 0xff; // e_machine: none that exists
+    let bodies: [(&str, Vec<u8>); 3] = [
+        ("foreign-elf", elf),
+        ("no-shebang", b"exit 0\n".to_vec()),
+        ("noise", (0u8..=255).rev().cycle().take(512).collect()),
+    ];
+    for (name, body) in bodies {
+        let world = World::new();
+        let journal = Journal::stale("w1", HOUR_MS);
+        world.add(&journal);
+        let state = state_with_entry(&world, &journal.id);
+        let entry_before: Value =
+            serde_json::from_slice::<Value>(&state).expect("json")["leases"][&journal.id].clone();
+        let rch = world.path("rch");
+        fs::write(&rch, body).expect("write");
+        fs::set_permissions(&rch, fs::Permissions::from_mode(0o755)).expect("chmod");
+        let output = world.run(&["--json", "--rch", utf8(&rch)]);
+        assert_eq!(
+            output.status.code(),
+            Some(78),
+            "{name}: {}",
+            stderr(&output)
+        );
+        let document = one_document(&output);
+        assert_eq!(
+            outcomes(&document),
+            [(journal.id.clone(), "deferred".to_owned())],
+            "{name}"
+        );
+        let error = document["leases"][0]["error"].as_str().unwrap_or_default();
+        assert!(error.contains("Exec format error"), "{name}: {error}");
+        assert_eq!(world.state()["leases"][&journal.id], entry_before, "{name}");
+    }
+}
+
 #[test]
 fn children_already_running_finish_when_a_later_start_fails() {
     let world = World::new();
