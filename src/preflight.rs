@@ -238,15 +238,21 @@ pub fn lease_dir(identity: &Identity, intent: Intent) -> Finding {
         Found::Directory { uid } => *uid,
     };
     if intent.needs_rch_name() && !identity.named_job_leases() {
+        let fix = match identity.nested_job_leases() {
+            // An operator named rch's state home: say where its leases are.
+            Some(nested) => format!(
+                "it holds a job-leases folder: point --lease-dir / RCH_SWEEP_LEASE_DIR at {}",
+                nested.display()
+            ),
+            None => "point --lease-dir / RCH_SWEEP_LEASE_DIR at rch's job-leases folder (a dry run accepts any folder)".to_owned(),
+        };
         return Finding::fail(
             check,
             ExitCode::Config,
             format!(
-                "lease directory {} (resolved: {}) is not named job-leases; rch looks for its journals only in <state home>/job-leases, so `rch jobs recover` would not find these",
-                identity.given.display(),
-                identity.resolved.display()
+                "lease directory {shown} is not named job-leases; rch looks for its journals only in <state home>/job-leases, so `rch jobs recover` would not find these"
             ),
-            "point --lease-dir / RCH_SWEEP_LEASE_DIR at rch's job-leases folder (a dry run accepts any folder)",
+            fix,
         );
     }
     let euid = account::euid();

@@ -661,6 +661,7 @@ fn dot_inside_job_leases_finds_the_state_beside_it() {
 fn two_sweeps_of_one_directory_never_run_at_once() {
     let world = World::new();
     world.add(&Journal::stale("hz4", 2 * HOUR_MS));
+    let listed = files_in(&world.leases());
     let started = world.path("started");
     let rch = world.script(
         "rch",
@@ -712,6 +713,12 @@ fn two_sweeps_of_one_directory_never_run_at_once() {
     assert!(
         !world.path("other-state").exists(),
         "the second sweep created its state folder"
+    );
+    // The lock is on the directory's own descriptor: no file in it.
+    assert_eq!(
+        files_in(&world.leases()),
+        listed,
+        "a file was created among the journals"
     );
     let first = first.wait_with_output().expect("first");
     assert_eq!(first.status.code(), Some(1));
@@ -809,6 +816,13 @@ fn a_state_home_named_for_the_lease_directory_is_pointed_out_by_every_command() 
         .output()
         .expect("run");
     assert_eq!(output.status.code(), Some(78), "{}", stderr(&output));
+    // ... and says where the leases are.
+    let text = stderr(&output);
+    assert!(
+        text.contains("it holds a job-leases folder")
+            && text.contains(&world.leases().display().to_string()),
+        "{text}"
+    );
 }
 
 #[test]
