@@ -810,6 +810,32 @@ fn every_warning_row_of_the_table_happens() {
             .as_str()
             .is_some_and(|f| f.contains(&format!("--rch {}", bin.join("rch").display())))
     );
+    // A different rch where a timer looks (~/.local/bin, after the timer's
+    // PATH) warns too, naming it; the same file through a symlinked PATH
+    // entry does not.
+    let installed = world.path("home/.local/bin");
+    fs::create_dir_all(&installed).expect("mkdir");
+    fs::copy(logging_rch(&world), installed.join("rch")).expect("copy");
+    fs::set_permissions(installed.join("rch"), fs::Permissions::from_mode(0o755)).expect("chmod");
+    let (code, document) = on_path.doctor();
+    let rch = row(&document, "rch");
+    let expected = format!("would find {}", installed.join("rch").display());
+    assert_eq!(
+        (code, rch["status"].as_str()),
+        (0, Some("warn")),
+        "{document}"
+    );
+    assert!(
+        rch["finding"]
+            .as_str()
+            .is_some_and(|f| f.contains(&expected)),
+        "{rch}"
+    );
+    let linked = world.path("linked-bin");
+    symlink(&installed, &linked).expect("symlink");
+    on_path.env[0].1 = format!("{}:/usr/bin:/bin", linked.display());
+    let (_, document) = on_path.doctor();
+    assert_eq!(row(&document, "rch")["status"], "ok", "{document}");
 
     // metrics: others cannot read the file.
     fs::create_dir(world.path("textfile")).expect("mkdir");
