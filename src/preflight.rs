@@ -179,6 +179,14 @@ impl Intent {
         matches!(self, Intent::Run | Intent::Forget | Intent::Doctor)
     }
 
+    /// Lists the lease directory and judges every journal in it.
+    fn scans(self) -> bool {
+        matches!(
+            self,
+            Intent::Run | Intent::Check | Intent::DryRun | Intent::Doctor
+        )
+    }
+
     /// Creates the state folder when it is missing (`forget` then has
     /// nothing to forget).
     fn creates_state_folder(self) -> bool {
@@ -285,8 +293,12 @@ pub fn lease_dir(identity: &Identity, intent: Intent) -> Finding {
     }
     // What the scan needs: to list the directory and open what is in it.
     // Looked at only for the owner (another user's directory is refused or
-    // warned about above, and a dry run of theirs fails at the listing).
-    if let Err(error) = fsio::may_access(&identity.resolved, libc::R_OK | libc::X_OK) {
+    // warned about above, and a dry run of theirs fails at the listing),
+    // and only for the commands that scan (`status` and `forget` read only
+    // the state, `explain` opens journals by name).
+    if intent.scans()
+        && let Err(error) = fsio::may_access(&identity.resolved, libc::R_OK | libc::X_OK)
+    {
         return Finding::fail(
             check,
             ExitCode::Io,

@@ -888,3 +888,43 @@ fn status_keeps_every_line_of_an_error_under_its_entry_and_the_summary_times_the
         stdout(&output)
     );
 }
+
+/// A lease directory this user may not list stops the commands that scan
+/// it (74), not those that only read or rewrite the state.
+#[test]
+fn only_the_commands_that_scan_need_to_list_the_lease_directory() {
+    if !root_or_skip("only_the_commands_that_scan") {
+        return;
+    }
+    let world = World::new();
+    let journal = Journal::stale("hz4", 2 * HOUR_MS);
+    world.add(&journal);
+    state_with_entry(&world, &journal.id);
+    world.hand_to_nobody();
+    give_to_nobody(&world.state_file());
+    fs::set_permissions(world.leases(), fs::Permissions::from_mode(0o300)).expect("chmod");
+    let run = |args: &[&str]| {
+        let mut command = world.sub(args);
+        let output = as_nobody(&mut command).output().expect("run");
+        (output.status.code(), stderr(&output))
+    };
+    for args in [vec!["--dry-run"], vec!["--check"]] {
+        let (code, text) = run(&args);
+        assert_eq!(code, Some(74), "{args:?}: {text}");
+        assert!(
+            text.contains("cannot read lease directory"),
+            "{args:?}: {text}"
+        );
+    }
+    let (code, text) = run(&["status"]);
+    assert_eq!(code, Some(0), "status: {text}");
+    let (code, text) = run(&["forget", journal.id.as_str()]);
+    assert_eq!(code, Some(0), "forget: {text}");
+    assert!(
+        world.state()["leases"]
+            .as_object()
+            .expect("leases")
+            .is_empty()
+    );
+    fs::set_permissions(world.leases(), fs::Permissions::from_mode(0o700)).expect("chmod back");
+}
