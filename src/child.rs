@@ -317,7 +317,8 @@ unsafe fn cloexec_above_stdio(fd_limit: libc::c_int) {
 /// directly, `execve` fails, std reports its errno as a spawn error, and
 /// the run knows the host is at fault (SPEC One recovery, step 2).
 struct ExecImage {
-    program: CString,
+    /// argv[0] (the program's path) first, then the arguments, then the
+    /// environment's `KEY=VALUE` pairs.
     _strings: Vec<CString>,
     argv: Vec<*const libc::c_char>,
     envp: Vec<*const libc::c_char>,
@@ -337,8 +338,7 @@ impl ExecImage {
                 io::Error::new(io::ErrorKind::InvalidInput, "a NUL byte in the command")
             })
         };
-        let program = c_string(spec.program.as_os_str().as_bytes())?;
-        let mut strings = vec![program.clone()];
+        let mut strings = vec![c_string(spec.program.as_os_str().as_bytes())?];
         for arg in spec.args {
             strings.push(c_string(arg.as_bytes())?);
         }
@@ -365,7 +365,6 @@ impl ExecImage {
         let argv = pointers(&strings[..argc]);
         let envp = pointers(&strings[argc..]);
         Ok(ExecImage {
-            program,
             _strings: strings,
             argv,
             envp,
@@ -376,13 +375,7 @@ impl ExecImage {
     fn exec(&self) -> io::Error {
         // SAFETY: every pointer is valid and NUL-terminated, each array ends
         // in a null pointer, and all of it outlives the call.
-        unsafe {
-            libc::execve(
-                self.program.as_ptr(),
-                self.argv.as_ptr(),
-                self.envp.as_ptr(),
-            )
-        };
+        unsafe { libc::execve(self.argv[0], self.argv.as_ptr(), self.envp.as_ptr()) };
         io::Error::last_os_error()
     }
 }

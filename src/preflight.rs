@@ -347,9 +347,11 @@ pub fn state_path(identity: &Identity, state_file: &Path, intent: Intent) -> Fin
     } else {
         Access::Read
     };
-    for (what, path) in [
-        ("state file", state_file.to_path_buf()),
-        ("lock file", lock::lock_path(state_file)),
+    // The lock is opened for reading and writing, even when another sweep
+    // holds it; the state file is only read and then replaced by a rename.
+    for (what, path, opened_for_writing) in [
+        ("state file", state_file.to_path_buf(), false),
+        ("lock file", lock::lock_path(state_file), true),
     ] {
         let refuse = |kind: &str| {
             Finding::fail(
@@ -364,9 +366,7 @@ pub fn state_path(identity: &Identity, state_file: &Path, intent: Intent) -> Fin
         };
         match fsio::existing(&path) {
             Ok(Existing::Missing) => {}
-            // The lock is opened for reading and writing, even when another
-            // sweep holds it.
-            Ok(Existing::Ours(_)) if intent.writes_state() && what == "lock file" => {
+            Ok(Existing::Ours(_)) if intent.writes_state() && opened_for_writing => {
                 if let Err(error) = fsio::may_access(&path, libc::R_OK | libc::W_OK) {
                     return Finding::fail(
                         check,
