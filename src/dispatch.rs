@@ -69,7 +69,9 @@ pub fn recover_due(
                 Ok((index, attempt)) => {
                     running -= 1;
                     queue.finished(&candidates[index].worker_id);
-                    if matches!(attempt.outcome, Outcome::NotStarted(_)) {
+                    if let Outcome::NotCharged(fault, _) = &attempt.outcome
+                        && fault.stops_starts()
+                    {
                         queue.stop();
                     }
                     attempts[index] = Some(attempt);

@@ -17,8 +17,11 @@ pub enum ExitCode {
     Usage,
     /// An I/O error on the lease directory, the state file or the metrics file.
     Io,
-    /// Another sweep holds the lock.
-    Locked,
+    /// A temporary host fault that charges no lease: another sweep holds
+    /// the lock, rch's daemon is not answering, the host could not start a
+    /// recovery (no thread or process). Timers count it as success
+    /// (`SuccessExitStatus=75`); the metrics show it.
+    TempFail,
     /// `rch` missing or not startable, lease dir not a directory or not
     /// this user's, unknown state file version.
     Config,
@@ -33,7 +36,7 @@ impl ExitCode {
             ExitCode::Failed => 1,
             ExitCode::Usage => 2,
             ExitCode::Io => 74,
-            ExitCode::Locked => 75,
+            ExitCode::TempFail => 75,
             ExitCode::Config => 78,
             ExitCode::Signal(n) => 128 + n,
         }
@@ -41,10 +44,13 @@ impl ExitCode {
 
     /// Which of two outcomes of one run the exit status reports (SPEC "JSON
     /// summary"): a signal, then an I/O error, then a configuration error,
-    /// then a failed recovery, then success. A run whose state could not be
-    /// saved reports 74 even when `rch` also could not be started: what was
-    /// lost is what an operator must see first. (Usage and lock errors end a
-    /// command before there is anything to merge with.)
+    /// then a temporary host fault, then a failed recovery, then success. A
+    /// run whose state could not be saved reports 74 even when `rch` also
+    /// could not be started: what was lost is what an operator must see
+    /// first. A configuration error outranks a host fault because it will
+    /// not mend itself, while a daemon that is down or a host out of
+    /// processes may. (Usage errors end a command before there is anything
+    /// to merge with.)
     pub fn merge(self, other: ExitCode) -> ExitCode {
         if other.rank() > self.rank() {
             other
@@ -57,8 +63,8 @@ impl ExitCode {
         match self {
             ExitCode::Success => 0,
             ExitCode::Failed => 1,
-            ExitCode::Config => 2,
-            ExitCode::Locked => 3,
+            ExitCode::TempFail => 2,
+            ExitCode::Config => 3,
             ExitCode::Usage => 4,
             ExitCode::Io => 5,
             ExitCode::Signal(_) => 6,
@@ -112,7 +118,7 @@ mod tests {
             ExitCode::Failed,
             ExitCode::Usage,
             ExitCode::Io,
-            ExitCode::Locked,
+            ExitCode::TempFail,
             ExitCode::Config,
             ExitCode::Signal(15),
         ]
@@ -123,9 +129,9 @@ mod tests {
     }
 
     #[test]
-    fn precedence_is_signal_io_config_failed_success() {
+    fn precedence_is_signal_io_config_tempfail_failed_success() {
         use ExitCode::*;
-        let order = [Signal(15), Io, Config, Failed, Success];
+        let order = [Signal(15), Io, Config, TempFail, Failed, Success];
         for (rank, higher) in order.iter().enumerate() {
             for lower in &order[rank..] {
                 assert_eq!(higher.merge(*lower), *higher, "{higher:?} over {lower:?}");
@@ -141,8 +147,8 @@ mod tests {
 
     #[test]
     fn a_fatal_error_keeps_its_code_under_context() {
-        let error = Fatal::error(ExitCode::Locked, "busy").context("while sweeping");
-        assert_eq!(code_of(&error), ExitCode::Locked);
+        let error = Fatal::error(ExitCode::TempFail, "busy").context("while sweeping");
+        assert_eq!(code_of(&error), ExitCode::TempFail);
         assert_eq!(code_of(&anyhow::anyhow!("plain")), ExitCode::Io);
     }
 }

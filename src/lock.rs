@@ -39,7 +39,7 @@ pub fn acquire_for(state_file: &Path) -> anyhow::Result<Lock> {
     let path = lock_path(state_file);
     acquire(&path).map_err(|error| match error {
         LockError::Busy { holder } => Fatal::error(
-            ExitCode::Locked,
+            ExitCode::TempFail,
             format!(
                 "another rch-sweep{} holds {}; try again when it is done",
                 holder

@@ -41,7 +41,7 @@ fn main() {
             let code = exit::code_of(&error);
             // Another sweep running is routine for a timer (the units count
             // 75 as success): a warning, which --quiet hides.
-            if code == ExitCode::Locked {
+            if code == ExitCode::TempFail {
                 log::warn(format!("{error:#}"));
             } else {
                 log::error(format!("{error:#}"));
@@ -60,7 +60,7 @@ fn main() {
 /// reads empty input and takes it for success.
 fn print_error_document(code: ExitCode, error: &anyhow::Error) {
     use std::io::Write;
-    if !matches!(code, ExitCode::Io | ExitCode::Locked | ExitCode::Config) {
+    if !matches!(code, ExitCode::Io | ExitCode::TempFail | ExitCode::Config) {
         return;
     }
     // A struct, not `json!`, so the keys come in SPEC's order.

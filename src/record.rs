@@ -7,7 +7,7 @@
 use crate::backoff::Backoff;
 use crate::exit::ExitCode;
 use crate::log;
-use crate::recover::{self, Attempt};
+use crate::recover::{self, Attempt, Fault};
 use crate::report::{LeaseLine, LineDetail, Outcome, Summary};
 use crate::signals;
 use crate::verdict::Candidate;
@@ -67,16 +67,15 @@ pub fn attempts(
                 backoff.record_interrupted(&candidate, &error, ended);
                 (Outcome::Interrupted, Some(error))
             }
-            recover::Outcome::NotStarted(error) => {
-                // The host's fault: the lease keeps its backoff entry exactly
+            recover::Outcome::NotCharged(fault, error) => {
+                // Not the lease's fault: it keeps its backoff entry exactly
                 // as it was, and waits for the next run like any deferred one.
-                let message = format!(
-                    "{error}; no further recovery was started and no lease was charged a failure. Fix the rch install (or --rch / RCH_SWEEP_RCH); rch-sweep doctor checks it"
-                );
-                if !summary.errors.contains(&message) {
-                    log::error(&message);
+                if let Some(message) = run_message(fault, &error) {
+                    if !summary.errors.contains(&message) {
+                        log::error(&message);
+                    }
+                    summary.fail(fault.exit_code(), message);
                 }
-                summary.fail(ExitCode::Config, message);
                 (Outcome::Deferred, Some(error))
             }
         };
@@ -88,6 +87,27 @@ pub fn attempts(
         summary.exit_code = ExitCode::Signal(signal);
     }
     summary.leases = leases;
+}
+
+/// What a fault says about the whole run (stderr, and the summary's
+/// `error`), once however many leases met it; `None` for a fault that
+/// concerns only its lease.
+fn run_message(fault: Fault, error: &str) -> Option<String> {
+    let fix = match fault {
+        Fault::Busy => return None,
+        Fault::Config => {
+            "Fix the rch install (or --rch / RCH_SWEEP_RCH); rch-sweep doctor checks it"
+        }
+        Fault::Host => {
+            "the host is short of processes, threads or descriptors; the next run retries"
+        }
+        Fault::DaemonDown => {
+            "start rch's daemon (systemctl --user start rchd, or rch daemon start)"
+        }
+    };
+    Some(format!(
+        "{error}; no further recovery was started and no lease was charged a failure. {fix}"
+    ))
 }
 
 /// The warning a stopped run leaves in the log: which signal, and what it

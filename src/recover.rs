@@ -4,6 +4,7 @@
 
 use crate::backoff::now_unix_ms;
 use crate::child::{self, ChildSpec, Ending};
+use crate::exit::ExitCode;
 use crate::journal::{DurableJobLease, LeaseDir, ReadFailure};
 use crate::judge;
 use crate::verdict::Candidate;
@@ -36,10 +37,48 @@ pub enum Outcome {
     Failed(String),
     /// Cut short by a signal: the error says what was happening.
     Interrupted(String),
-    /// `rch` could not be started at all (the exec failed: permission
-    /// denied, a missing interpreter, not an executable format). The host's
-    /// fault, not the lease's: no failure is counted against it.
-    NotStarted(String),
+    /// It did not succeed, but not through the lease's own fault: the entry
+    /// stays exactly as it was and the lease is reported `deferred` with
+    /// the error. What the fault means for the rest of the run (further
+    /// starts, the exit code) is the [`Fault`]'s.
+    NotCharged(Fault, String),
+}
+
+/// Why an attempt that did not succeed is not the lease's failure (SPEC
+/// "One recovery" step 2 and "rch's daemon"). A failure is charged to a
+/// lease (hours of backoff) only when the lease is why it failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// The `rch` install is broken: it could not be started at all (the
+    /// exec failed: permission denied, a missing interpreter, not an
+    /// executable format) or a shim around it exited 126/127. Every other
+    /// lease would fail the same way: 78, no further start.
+    Config,
+    /// The host could not start a recovery now (no thread, process, pipe or
+    /// descriptor to be had): 75, no further start.
+    Host,
+    /// rch's daemon does not answer: every recovery needs it. 75, no
+    /// further start.
+    DaemonDown,
+    /// Another process (rchd's own recovery task, an operator) holds the
+    /// lease's `.recovery.lock`: no exit-code change, other leases go on.
+    Busy,
+}
+
+impl Fault {
+    /// Whether the run starts no further child after it.
+    pub fn stops_starts(self) -> bool {
+        !matches!(self, Fault::Busy)
+    }
+
+    /// What it adds to the run's exit code.
+    pub fn exit_code(self) -> ExitCode {
+        match self {
+            Fault::Config => ExitCode::Config,
+            Fault::Host | Fault::DaemonDown => ExitCode::TempFail,
+            Fault::Busy => ExitCode::Success,
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -150,7 +189,7 @@ fn attempt(settings: &Settings, candidate: &Candidate, stop: &dyn Fn() -> bool) 
     let deadline = settings.recover_timeout + settings.kill_grace;
     let report = match child::run(&spec, deadline, stop) {
         Ok(report) => report,
-        Err(error) => return Outcome::NotStarted(error.to_string()),
+        Err(error) => return Outcome::NotCharged(Fault::Config, error.to_string()),
     };
     match (&report.ending, report.error()) {
         (Ending::Interrupted, error) => {

@@ -106,8 +106,8 @@ pub struct Summary {
     /// Skipped journals in file-name order (filled only for `--verbose`).
     pub skipped_list: Vec<Skipped>,
     pub exit_code: ExitCode,
-    /// What made the exit code 74 or 78 once past preflight (a state file
-    /// that could not be written, an `rch` that could not be started).
+    /// What made the exit code 74, 75 or 78 once past preflight (a state
+    /// file that could not be written, an `rch` that could not be started).
     pub errors: Vec<String>,
 }
 
@@ -135,11 +135,14 @@ impl Summary {
         }
     }
 
-    /// The summary's `error`: set when the run ends in 74 or 78.
+    /// The summary's `error`: set when the run ends in 74, 75 or 78.
     fn error(&self) -> Option<String> {
-        matches!(self.exit_code, ExitCode::Io | ExitCode::Config)
-            .then(|| self.errors.join("; "))
-            .filter(|error| !error.is_empty())
+        matches!(
+            self.exit_code,
+            ExitCode::Io | ExitCode::TempFail | ExitCode::Config
+        )
+        .then(|| self.errors.join("; "))
+        .filter(|error| !error.is_empty())
     }
 
     pub fn counts(&self) -> Counts {

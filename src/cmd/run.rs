@@ -174,7 +174,7 @@ fn acquire_locks(run: &Run, dir: &LeaseDir) -> Result<lock::Lock> {
     let shown = run.target.lease_dir.display();
     lease_dir::lock(dir).map_err(|error| match error {
         lease_dir::LockError::Busy => Fatal::error(
-            ExitCode::Locked,
+            ExitCode::TempFail,
             format!(
                 "another rch-sweep is sweeping the lease directory {shown} (perhaps through another path or with another state file); try again when it is done"
             ),
