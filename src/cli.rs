@@ -148,7 +148,8 @@ pub struct RunArgs {
     #[arg(short, long, conflicts_with = "quiet")]
     pub verbose: bool,
 
-    /// Print only errors
+    /// Print only errors, and the warning for a named lease directory that does
+    /// not exist
     #[arg(short, long)]
     pub quiet: bool,
 }

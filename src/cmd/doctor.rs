@@ -39,6 +39,7 @@ const VERSION_DEADLINE: Duration = Duration::from_secs(10);
 
 pub fn run(args: RunArgs) -> Result<ExitCode> {
     super::run::check_args(&args)?;
+    super::run::refuse_tilde(&args)?;
     let target = Target::resolve(&args.paths);
     let mut findings = vec![
         preflight::lease_dir(&target.lease_dir, Intent::Doctor),

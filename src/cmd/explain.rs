@@ -77,6 +77,7 @@ impl Explained {
 }
 
 pub fn run(args: ExplainArgs) -> Result<ExitCode> {
+    super::refuse_tilde(&args.paths, &[])?;
     let target = super::Target::resolve(&args.paths);
     target.check(Intent::Read)?;
     let (lease_dir, state_file) = (&target.lease_dir, &target.state_file);

@@ -8,10 +8,11 @@ pub mod run;
 pub mod status;
 
 use crate::cli::Paths;
+use crate::config;
 use crate::exit::{ExitCode, Fatal};
 use crate::lease_dir::{Found, Identity};
 use crate::preflight::{self, Intent};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The lease directory and state file a command works on: the flags (or
 /// their environment variables), else rch's defaults, with the lease
@@ -45,6 +46,20 @@ impl Target {
         }
         preflight::state_path(&self.lease_dir, &self.state_file, intent).refuse()
     }
+}
+
+/// SPEC's `~` rule, the first thing every command that takes a path
+/// checks: a path value (a variable of [`config::PATH_VARS`], or one of
+/// `extra`'s options, or `--lease-dir` / `--state-file`) that begins with
+/// `~` is a configuration error (78) naming it.
+pub fn refuse_tilde(paths: &Paths, extra: &[(&str, Option<&Path>)]) -> anyhow::Result<()> {
+    let mut options = vec![
+        ("--lease-dir", paths.lease_dir.as_deref()),
+        ("--state-file", paths.state_file.as_deref()),
+    ];
+    options.extend_from_slice(extra);
+    config::refuse_tilde(config::process_env, &options)
+        .map_err(|why| Fatal::error(ExitCode::Config, why))
 }
 
 /// A lease directory that cannot be opened or listed.

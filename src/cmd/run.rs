@@ -39,6 +39,7 @@ impl Run {
 
 pub fn run(args: RunArgs) -> Result<ExitCode> {
     check_args(&args)?;
+    refuse_tilde(&args)?;
     let intent = if args.check {
         Intent::Check
     } else if args.dry_run {
@@ -81,13 +82,27 @@ pub(super) fn check_args(args: &RunArgs) -> Result<()> {
         .map_err(|why| Fatal::error(ExitCode::Usage, why))
 }
 
+/// SPEC's `~` rule over every path a run or `doctor` takes (78).
+pub(super) fn refuse_tilde(args: &RunArgs) -> Result<()> {
+    super::refuse_tilde(
+        &args.paths,
+        &[
+            ("--rch", args.rch.as_deref()),
+            ("--socket", args.socket.as_deref()),
+            ("--metrics-file", args.metrics_file.as_deref()),
+        ],
+    )
+}
+
 /// Nothing to do, and nothing created: no state folder, state or lock. A
 /// folder someone named and that does not exist is most likely a typo,
 /// which would otherwise sweep nothing forever, so it earns a warning.
 fn missing_lease_dir(run: &Run) -> Result<ExitCode> {
     let finding = preflight::lease_dir(&run.target.lease_dir, run.intent);
     if run.target.lease_dir.explicit {
-        log::warn(finding.message());
+        // Even with --quiet: a typo here sweeps nothing forever, and a cron
+        // line mails only what it prints.
+        log::warn_always(finding.message());
     } else {
         log::info(finding.finding);
     }
@@ -284,6 +299,7 @@ fn summary(run: &Run, scan: Scan, scan_duration: Duration, leases: Vec<LeaseLine
     Summary {
         dry_run: run.dry(),
         lease_dir: run.target.lease_dir.resolved.clone(),
+        lease_dir_present: !matches!(run.target.lease_dir.found, Found::Missing),
         state_file: run.target.state_file.clone(),
         now_unix_ms: run.now_unix_ms,
         duration: run.started.elapsed(),

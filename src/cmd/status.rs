@@ -12,6 +12,7 @@ use std::io::Write;
 use std::path::Path;
 
 pub fn run(args: StatusArgs) -> Result<ExitCode> {
+    super::refuse_tilde(&args.paths, &[])?;
     let target = super::Target::resolve(&args.paths);
     target.check(Intent::Read)?;
     let state_file = target.state_file;

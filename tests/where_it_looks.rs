@@ -1,0 +1,259 @@
+//! Where a sweep looks, and that it never looks in the wrong place in
+//! silence: a path value beginning with `~` (no shell expanded it) is
+//! refused by name; a lease directory named explicitly that does not exist
+//! is said even under `--quiet`, and the metrics show every missing one.
+
+mod common;
+
+use common::*;
+use std::path::Path;
+use std::process::Output;
+
+fn utf8(path: &Path) -> &str {
+    path.to_str().expect("utf8 path")
+}
+
+/// The value of `name{lease_dir="<lease_dir>"}` in a metrics file.
+fn gauge(prom: &Path, name: &str, lease_dir: &Path) -> Option<f64> {
+    let text = std::fs::read_to_string(prom).expect("metrics file");
+    let series = format!("{name}{{lease_dir=\"{}\"}} ", lease_dir.display());
+    text.lines()
+        .find_map(|line| line.strip_prefix(&series))
+        .map(|value| value.parse().expect("a number"))
+}
+
+/// The commands a timer, cron or an operator runs, each with `--json` where
+/// it has it (`forget` has not).
+fn commands(id: &str) -> Vec<Vec<&str>> {
+    vec![
+        vec!["--json"],
+        vec!["--dry-run", "--json"],
+        vec!["--check", "--json"],
+        vec!["status", "--json"],
+        vec!["explain", "--json", id],
+        vec!["doctor", "--json"],
+        vec!["forget", "--all"],
+    ]
+}
+
+/// A 78 naming `what`: the JSON error document where the command has
+/// `--json`, the message on stderr either way.
+fn assert_refused(output: &Output, args: &[&str], what: &str) {
+    let context = format!("{args:?}: {}", stderr(output));
+    assert_eq!(output.status.code(), Some(78), "{context}");
+    assert!(
+        stderr(output).contains(&format!("{what} is \"~")),
+        "{context}"
+    );
+    assert!(stderr(output).contains("begins with `~`"), "{context}");
+    if args.contains(&"--json") {
+        assert_error_document(output, 78, what);
+    }
+}
+
+#[test]
+fn a_path_value_beginning_with_a_tilde_is_refused_by_name_by_every_command() {
+    let world = World::new();
+    let home = world.path("home");
+    let cwd = world.path("cwd");
+    for dir in [&home, &cwd, &world.path("textfile")] {
+        std::fs::create_dir_all(dir).expect("mkdir");
+    }
+    // What the variables would have meant, had a shell expanded them: a
+    // real lease directory with a due lease.
+    let leases = home.join(".local/state/rch/job-leases");
+    std::fs::create_dir_all(&leases).expect("mkdir");
+    let journal = Journal::stale("hz4", 2 * HOUR_MS);
+    std::fs::write(leases.join(journal.file_name()), journal.text()).expect("journal");
+    let started = world.path("started");
+    let rch = world.fake_rch("rch", &format!("touch '{}'\nexit 1", started.display()));
+    let before = snapshot(world.dir.path());
+    let run = |env: &[(&str, &str)], args: &[&str]| {
+        let mut command = World::bare_command();
+        command
+            .current_dir(&cwd)
+            .env("HOME", &home)
+            .env("PATH", "/usr/bin:/bin")
+            .envs(env.iter().copied());
+        if let Some(sub) = args
+            .first()
+            .filter(|sub| matches!(**sub, "status" | "explain" | "doctor" | "forget"))
+        {
+            command.arg(sub).args(&args[1..]);
+        } else {
+            command.args(args);
+        }
+        if !args
+            .iter()
+            .any(|a| matches!(*a, "status" | "explain" | "forget" | "--rch"))
+            && !env.iter().any(|(name, _)| *name == "RCH_SWEEP_RCH")
+        {
+            command.arg("--rch").arg(&rch);
+        }
+        command.output().expect("run rch-sweep")
+    };
+
+    // As a unit's Environment= or a quoted crontab value passes them.
+    for variable in [
+        "RCH_SWEEP_LEASE_DIR",
+        "RCH_SWEEP_STATE_FILE",
+        "RCH_SWEEP_RCH",
+        "RCH_SOCKET_PATH",
+        "RCH_SWEEP_METRICS_FILE",
+        "RCH_STATE_HOME",
+        "XDG_STATE_HOME",
+    ] {
+        let value = match variable {
+            "RCH_SWEEP_LEASE_DIR" => "~/.local/state/rch/job-leases",
+            "RCH_SWEEP_METRICS_FILE" => "~/textfile/rch.prom",
+            "RCH_STATE_HOME" | "XDG_STATE_HOME" => "~/.local/state/rch",
+            "RCH_SWEEP_RCH" => "~/bin/rch",
+            _ => "~/whatever",
+        };
+        for args in commands(&journal.id) {
+            let output = run(&[(variable, value)], &args);
+            assert_refused(&output, &args, variable);
+            assert!(
+                stderr(&output).contains(&format!("({}/", home.display())),
+                "the fix names the path meant: {}",
+                stderr(&output)
+            );
+        }
+    }
+
+    // As an option no shell expanded (`--lease-dir=~/...`, a quoted value).
+    let options: [(&str, &str, &[&str]); 5] = [
+        ("--lease-dir", "~/.local/state/rch/job-leases", &[]),
+        ("--state-file", "~/state/backoff.json", &[]),
+        ("--rch", "~/bin/rch", &["status", "explain", "forget"]),
+        ("--socket", "~/rch.sock", &["status", "explain", "forget"]),
+        (
+            "--metrics-file",
+            "~/textfile/rch.prom",
+            &["status", "explain", "forget"],
+        ),
+    ];
+    for (flag, value, not_taken_by) in options {
+        for mut args in commands(&journal.id) {
+            if args.first().is_some_and(|sub| not_taken_by.contains(sub)) {
+                continue;
+            }
+            args.push(flag);
+            args.push(value);
+            let output = run(&[], &args);
+            assert_refused(&output, &args, flag);
+        }
+    }
+
+    assert!(!started.exists(), "rch was started");
+    assert_eq!(snapshot(world.dir.path()), before, "something was created");
+    assert!(files_in(&cwd).is_empty(), "a folder named ~ was made");
+
+    // The same directory named as the shell would have expanded it works.
+    let output = run(&[("RCH_SWEEP_LEASE_DIR", utf8(&leases))], &["--dry-run"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    // A `~` inside a value is no shell's business and is taken as it is.
+    let output = run(
+        &[("RCH_SWEEP_STATE_FILE", utf8(&world.path("state~/b.json")))],
+        &["--dry-run"],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+}
+
+#[test]
+fn a_named_lease_directory_that_does_not_exist_is_said_even_under_quiet() {
+    let world = World::new();
+    let textfile = world.path("textfile");
+    std::fs::create_dir(&textfile).expect("mkdir");
+    let prom = textfile.join("rch.prom");
+    let rch = world.fake_rch("rch", "exit 1");
+    // The typo of the issue: job-lease for job-leases.
+    let typo = world.path("job-lease");
+    for (args, metrics) in [
+        (vec!["--quiet"], true),
+        (vec!["--quiet", "--dry-run"], false),
+        (vec!["--quiet", "--check"], false),
+    ] {
+        let mut command = World::bare_command();
+        command
+            .args(&args)
+            .arg("--lease-dir")
+            .arg(&typo)
+            .arg("--rch")
+            .arg(&rch)
+            .arg("--metrics-file")
+            .arg(&prom);
+        let output = command.output().expect("run");
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        assert_eq!(stdout(&output), "", "--quiet prints no summary");
+        let said = stderr(&output);
+        assert!(
+            said.contains("warning: lease directory")
+                && said.contains(utf8(&typo))
+                && said.contains("does not exist")
+                && said.contains("typo"),
+            "{args:?}: {said}"
+        );
+        // The run writes its metrics, and they show nothing was there.
+        if metrics {
+            assert_eq!(
+                gauge(&prom, "rch_sweep_lease_dir_present", &typo),
+                Some(0.0)
+            );
+            assert_eq!(gauge(&prom, "rch_sweep_exit_code", &typo), Some(0.0));
+        }
+    }
+    // The same run through RCH_SWEEP_LEASE_DIR: as named as the option.
+    let output = World::bare_command()
+        .env("RCH_SWEEP_LEASE_DIR", &typo)
+        .args(["--quiet", "--rch", utf8(&rch)])
+        .output()
+        .expect("run");
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("does not exist"),
+        "{}",
+        stderr(&output)
+    );
+
+    // rch's default folder not there yet (no build so far) is no news under
+    // --quiet: nothing was named, nothing can be a typo. The metrics still
+    // say it.
+    let home = world.path("home");
+    std::fs::create_dir(&home).expect("mkdir");
+    let fresh = textfile.join("fresh.prom");
+    let output = World::bare_command()
+        .env("HOME", &home)
+        .args([
+            "--quiet",
+            "--rch",
+            utf8(&rch),
+            "--metrics-file",
+            utf8(&fresh),
+        ])
+        .output()
+        .expect("run");
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stderr(&output), "");
+    let default = home.join(".local/state/rch/job-leases");
+    assert_eq!(
+        gauge(&fresh, "rch_sweep_lease_dir_present", &default),
+        Some(0.0)
+    );
+
+    // Once the folder is there, the gauge is 1.
+    let output = world.run(&[
+        "--quiet",
+        "--rch",
+        utf8(&rch),
+        "--metrics-file",
+        utf8(&prom),
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stderr(&output), "");
+    let leases = std::fs::canonicalize(world.leases()).expect("canonical");
+    assert_eq!(
+        gauge(&prom, "rch_sweep_lease_dir_present", &leases),
+        Some(1.0)
+    );
+}
