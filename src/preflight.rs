@@ -252,7 +252,7 @@ pub fn lease_dir(identity: &Identity, intent: Intent) -> Finding {
                 "it holds a job-leases folder: point --lease-dir / RCH_SWEEP_LEASE_DIR at {}",
                 nested.display()
             ),
-            None => "point --lease-dir / RCH_SWEEP_LEASE_DIR at rch's job-leases folder (a dry run accepts any folder)".to_owned(),
+            None => "point --lease-dir / RCH_SWEEP_LEASE_DIR at rch's job-leases folder, or at a link named job-leases to this one (storage moved behind a link: rch follows it from the link's folder); a dry run accepts any folder".to_owned(),
         };
         return Finding::fail(
             check,

@@ -1,12 +1,15 @@
 //! Where a sweep looks, and that it never looks in the wrong place in
 //! silence: a path value beginning with `~` (no shell expanded it) is
 //! refused by name; a lease directory named explicitly that does not exist
-//! is said even under `--quiet`, and the metrics show every missing one.
+//! is said even under `--quiet`, and the metrics show every missing one;
+//! rch's folder moved to other storage behind a link named `job-leases` is
+//! swept through that link, as rch itself reaches it.
 
 mod common;
 
 use common::*;
-use std::path::Path;
+use std::os::unix::fs::symlink;
+use std::path::{Path, PathBuf};
 use std::process::Output;
 
 fn utf8(path: &Path) -> &str {
@@ -256,4 +259,139 @@ fn a_named_lease_directory_that_does_not_exist_is_said_even_under_quiet() {
         gauge(&prom, "rch_sweep_lease_dir_present", &leases),
         Some(1.0)
     );
+}
+
+/// rch's folder moved to other storage: `<state home>/job-leases` is a link
+/// to `srv/dev-leases`. Returns the state home and the storage, both
+/// resolved.
+fn moved_storage(world: &World) -> (PathBuf, PathBuf) {
+    let storage = world.path("srv/dev-leases");
+    let state_home = world.path("home/.local/state/rch");
+    std::fs::create_dir_all(&storage).expect("mkdir storage");
+    std::fs::create_dir_all(&state_home).expect("mkdir state home");
+    symlink(&storage, state_home.join("job-leases")).expect("symlink");
+    (
+        std::fs::canonicalize(&state_home).expect("canonical"),
+        std::fs::canonicalize(&storage).expect("canonical"),
+    )
+}
+
+#[test]
+fn storage_moved_behind_a_link_named_job_leases_is_swept_through_that_link() {
+    let world = World::new();
+    let (state_home, storage) = moved_storage(&world);
+    // The home is reached through a link of its own: the state home handed
+    // to rch is resolved.
+    symlink(world.path("home"), world.path("home-link")).expect("symlink");
+    let journal = Journal::stale("hz4", 2 * HOUR_MS);
+    let (id, file) = (journal.id.clone(), journal.file_name());
+    std::fs::write(storage.join(&file), journal.text()).expect("journal");
+    let done = world.path("done");
+    std::fs::create_dir(&done).expect("mkdir");
+    let completed = journal.completed(0).text();
+    std::fs::write(done.join(&file), &completed).expect("completed");
+    // Completes the journal where rch finds it: $RCH_STATE_HOME/job-leases,
+    // the link.
+    let seen = world.path("seen");
+    let rch = world.fake_rch(
+        "rch",
+        &format!(
+            "echo \"$RCH_STATE_HOME\" > '{seen}'\ncp '{done}'/\"$3.json\" \"$leases/$3.json\"",
+            seen = seen.display(),
+            done = done.display()
+        ),
+    );
+    let textfile = world.path("textfile");
+    std::fs::create_dir(&textfile).expect("mkdir");
+    let prom = textfile.join("rch.prom");
+    // rch's default, as a timer has it: $HOME/.local/state/rch/job-leases.
+    let output = World::bare_command()
+        .env("HOME", world.path("home-link"))
+        .args(["--json", "--rch", utf8(&rch), "--metrics-file", utf8(&prom)])
+        .output()
+        .expect("run");
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let document = one_document(&output);
+    assert_eq!(outcomes(&document), [(id, "recovered".into())]);
+    assert_eq!(
+        std::fs::read_to_string(storage.join(&file)).expect("journal"),
+        completed,
+        "rch completed the journal in the storage, through the link"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&seen).expect("seen").trim(),
+        utf8(&state_home),
+        "the child's RCH_STATE_HOME is the link's folder, resolved"
+    );
+    // The state sits beside the link, in rch's state home, not beside the
+    // storage; the label names the storage.
+    let state_file = state_home.join("rch-sweep/backoff.json");
+    assert_eq!(document["state_file"], utf8(&state_file));
+    assert!(state_file.is_file());
+    assert!(!world.path("srv/rch-sweep").exists());
+    assert_eq!(document["lease_dir"], utf8(&storage));
+    assert_eq!(
+        gauge(&prom, "rch_sweep_lease_dir_present", &storage),
+        Some(1.0)
+    );
+
+    // Named explicitly, and with a trailing slash, it is the same.
+    let again = Journal::stale("w2", 2 * HOUR_MS);
+    let again_id = again.id.clone();
+    std::fs::write(storage.join(again.file_name()), again.text()).expect("journal");
+    std::fs::write(done.join(again.file_name()), again.completed(0).text()).expect("done");
+    let output = World::bare_command()
+        .arg("--json")
+        .arg("--lease-dir")
+        .arg(format!(
+            "{}/",
+            world
+                .path("home-link/.local/state/rch/job-leases")
+                .display()
+        ))
+        .args(["--rch", utf8(&rch)])
+        .output()
+        .expect("run");
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let document = one_document(&output);
+    assert_eq!(outcomes(&document), [(again_id, "recovered".into())]);
+    assert_eq!(document["state_file"], utf8(&state_file));
+}
+
+#[test]
+fn a_link_not_itself_named_job_leases_is_still_judged_by_what_it_resolves_to() {
+    let world = World::new();
+    let (state_home, storage) = moved_storage(&world);
+    let journal = Journal::stale("hz4", 2 * HOUR_MS);
+    std::fs::write(storage.join(journal.file_name()), journal.text()).expect("journal");
+    let started = world.path("started");
+    let rch = world.fake_rch("rch", &format!("touch '{}'", started.display()));
+    // A link of another name to the storage, and one of another name to
+    // the job-leases link: rch finds neither as <state home>/job-leases.
+    symlink(&storage, world.path("dev-link")).expect("symlink");
+    symlink(state_home.join("job-leases"), world.path("job-leases-link")).expect("symlink");
+    for given in [world.path("dev-link"), world.path("job-leases-link")] {
+        let output = World::bare_command()
+            .arg("--lease-dir")
+            .arg(&given)
+            .args(["--json", "--rch", utf8(&rch)])
+            .output()
+            .expect("run");
+        assert_error_document(&output, 78, "is not named job-leases");
+        assert!(
+            stderr(&output).contains("a link named job-leases"),
+            "the fix can be followed: {}",
+            stderr(&output)
+        );
+        // A dry run accepts any folder.
+        let output = World::bare_command()
+            .arg("--lease-dir")
+            .arg(&given)
+            .args(["--dry-run", "--rch", utf8(&rch)])
+            .output()
+            .expect("run");
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    }
+    assert!(!started.exists());
+    assert!(!state_home.join("rch-sweep").exists());
 }

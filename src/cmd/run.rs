@@ -290,6 +290,7 @@ fn recover_settings(run: &Run, rch: PathBuf) -> recover::Settings {
         rch,
         socket: run.args.socket.clone(),
         lease_dir: run.target.lease_dir.resolved.clone(),
+        state_home: run.target.lease_dir.state_home().to_path_buf(),
         recover_timeout: Duration::from_secs(run.args.recover_timeout),
         kill_grace: Duration::from_secs(run.args.kill_grace),
     }
