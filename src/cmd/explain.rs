@@ -80,19 +80,21 @@ pub fn run(args: ExplainArgs) -> Result<ExitCode> {
     super::refuse_tilde(&args.paths, &[])?;
     let target = super::Target::resolve(&args.paths);
     target.check(Intent::Read)?;
-    let (lease_dir, state_file) = (&target.lease_dir, &target.state_file);
+    let lease_dir = &target.lease_dir;
     let now = now_unix_ms();
-    let backoff = match state::load(state_file, state::Access::Read)? {
-        Loaded::Missing => Backoff::empty(),
-        Loaded::Valid(backoff) => backoff,
-        Loaded::Corrupt(why, _) => {
-            log::warn(format!(
-                "state file {} does not parse ({why}); explaining without backoff",
-                state_file.display()
-            ));
-            Backoff::empty()
-        }
-    };
+    let backoff = target.readable_backoff(|state_file| {
+        Ok(match state::load(state_file, state::Access::Read)? {
+            Loaded::Missing => Backoff::empty(),
+            Loaded::Valid(backoff) => backoff,
+            Loaded::Corrupt(why, _) => {
+                log::warn(format!(
+                    "state file {} does not parse ({why}); explaining without backoff",
+                    state_file.display()
+                ));
+                Backoff::empty()
+            }
+        })
+    })?;
     let dir = open_lease_dir(lease_dir)?;
     let options = ScanOptions {
         now_unix_ms: now,

@@ -7,10 +7,12 @@ pub mod forget;
 pub mod run;
 pub mod status;
 
+use crate::backoff::Backoff;
 use crate::cli::Paths;
 use crate::config;
 use crate::exit::{ExitCode, Fatal};
 use crate::lease_dir::{Found, Identity};
+use crate::log;
 use crate::preflight::{self, Intent};
 use std::path::{Path, PathBuf};
 
@@ -32,6 +34,22 @@ impl Target {
         Target {
             lease_dir,
             state_file,
+        }
+    }
+
+    /// The backoff a read-only command (a dry run, `explain`) plans or
+    /// explains with: what `load` reads, or, when the state is another
+    /// user's behind their private folder, none, said once as a warning.
+    pub fn readable_backoff(
+        &self,
+        load: impl FnOnce(&Path) -> anyhow::Result<Backoff>,
+    ) -> anyhow::Result<Backoff> {
+        match preflight::hidden_backoff(&self.lease_dir, &self.state_file) {
+            Some(hidden) => {
+                log::warn(hidden.finding(&self.state_file).message());
+                Ok(Backoff::empty())
+            }
+            None => load(&self.state_file),
         }
     }
 

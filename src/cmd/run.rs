@@ -149,7 +149,7 @@ fn dry_run(run: &Run) -> Result<ExitCode> {
         preflight::metrics(path).warn_only();
     }
     let dir = open_lease_dir(run)?;
-    let mut backoff = state::load_for_plan(&run.target.state_file)?;
+    let mut backoff = run.target.readable_backoff(state::load_for_plan)?;
     let (mut scan, scan_duration) = scan_leases(run, &dir)?;
     // The same clamping a real run saves, applied to a copy.
     backoff.prune(&scan.candidates, run.now_unix_ms, policy(run).max_ms);

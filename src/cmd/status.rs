@@ -1,11 +1,12 @@
 //! `rch-sweep status`: the backoff entries of the state file, for people or
 //! as JSON with a `due` flag. Reads only; takes no lock.
 
+use crate::account;
 use crate::backoff::{Backoff, now_unix_ms};
 use crate::cli::StatusArgs;
-use crate::exit::ExitCode;
+use crate::exit::{ExitCode, Fatal};
 use crate::human::span;
-use crate::preflight::Intent;
+use crate::preflight::{self, Intent};
 use crate::state;
 use anyhow::Result;
 use std::io::Write;
@@ -15,6 +16,19 @@ pub fn run(args: StatusArgs) -> Result<ExitCode> {
     super::refuse_tilde(&args.paths, &[])?;
     let target = super::Target::resolve(&args.paths);
     target.check(Intent::Read)?;
+    // Unlike a dry run, status has nothing to show without the backoff.
+    if let Some(hidden) = preflight::hidden_backoff(&target.lease_dir, &target.state_file) {
+        let owner = account::login(hidden.owner);
+        return Err(Fatal::error(
+            ExitCode::Io,
+            format!(
+                "cannot read the backoff in {} ({}): it is {}'s, in a folder only they may enter; run status as its owner: `runuser -u {owner} -- rch-sweep status`",
+                target.state_file.display(),
+                hidden.error,
+                account::describe(hidden.owner)
+            ),
+        ));
+    }
     let state_file = target.state_file;
     let backoff =
         state::load_existing(&state_file, state::Access::Read)?.unwrap_or_else(Backoff::empty);
