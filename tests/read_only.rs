@@ -1,6 +1,7 @@
 //! The read-only commands (a dry run, `explain`, `doctor`, `status`) and the
 //! backoff they show: run by another user (a monitor account), who may not
-//! read the owner's private state.
+//! read the owner's private state, and after the clock jumped back, when a
+//! stored next attempt lies further ahead than any run would wait.
 
 mod common;
 
@@ -173,4 +174,75 @@ fn the_owners_own_unreadable_state_is_still_an_io_error() {
             stderr(&output)
         );
     }
+}
+
+#[test]
+fn status_and_explain_show_a_next_attempt_past_the_cap_as_the_next_run_saves_it() {
+    let world = World::new();
+    let journal = Journal::stale("hz4", 2 * HOUR_MS);
+    world.add(&journal);
+    // The clock jumped back a year since the failure was recorded.
+    let stored = now_ms() + 365 * 24 * HOUR_MS;
+    write_state(&world, &[(&journal.id, stored)]);
+
+    let output = world.sub(&["status"]).output().expect("status");
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(
+        stdout(&output).contains("next attempt in 6h 0m"),
+        "{}",
+        stdout(&output)
+    );
+    assert!(
+        !stdout(&output).contains("next attempt in 365d"),
+        "{}",
+        stdout(&output)
+    );
+    // The JSON keeps the entry as stored.
+    let output = world.sub(&["status", "--json"]).output().expect("status");
+    let document = one_document(&output);
+    assert_eq!(
+        document["leases"][&journal.id]["next_attempt_unix_ms"],
+        stored
+    );
+    assert_eq!(document["leases"][&journal.id]["due"], false);
+
+    let output = world
+        .sub(&["explain", &journal.id])
+        .output()
+        .expect("explain");
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = stdout(&output);
+    let line = |label: &str| {
+        text.lines()
+            .find(|line| line.trim_start().starts_with(label))
+            .unwrap_or_else(|| panic!("no {label} line: {text}"))
+            .to_owned()
+    };
+    assert!(line("backoff").ends_with("(in 6h 0m)"), "{text}");
+    assert!(line("next run").contains("backing_off until"), "{text}");
+    assert!(line("next run").ends_with("(in 6h 0m)"), "{text}");
+    let output = world
+        .sub(&["explain", "--json", &journal.id])
+        .output()
+        .expect("explain");
+    let document = one_document(&output);
+    assert_eq!(
+        document["journals"][0]["backoff"]["next_attempt_unix_ms"],
+        stored
+    );
+    assert_eq!(document["journals"][0]["next"], "backing_off");
+
+    // What a dry run shows already; and nothing was written by any of them.
+    let (code, document) = world.json(&["--dry-run"]);
+    assert_eq!(code, 0);
+    let lease = &document["leases"][0];
+    assert_eq!(lease["outcome"], "backing_off");
+    let shown = lease["next_attempt_unix_ms"]
+        .as_u64()
+        .expect("next attempt");
+    assert!(shown <= now_ms() + 6 * HOUR_MS, "{lease}");
+    assert_eq!(
+        world.state()["leases"][&journal.id]["next_attempt_unix_ms"],
+        stored
+    );
 }

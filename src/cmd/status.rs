@@ -2,7 +2,7 @@
 //! as JSON with a `due` flag. Reads only; takes no lock.
 
 use crate::account;
-use crate::backoff::{Backoff, now_unix_ms};
+use crate::backoff::{self, Backoff, now_unix_ms};
 use crate::cli::StatusArgs;
 use crate::exit::{ExitCode, Fatal};
 use crate::human::span;
@@ -11,6 +11,10 @@ use crate::state;
 use anyhow::Result;
 use std::io::Write;
 use std::path::Path;
+
+/// The cap on a next attempt as shown: `--backoff-max`'s default, since
+/// status does not take the flag.
+const MAX_MS: u64 = crate::cli::DEFAULT_BACKOFF_MAX_SECS * 1000;
 
 pub fn run(args: StatusArgs) -> Result<ExitCode> {
     super::refuse_tilde(&args.paths, &[])?;
@@ -78,10 +82,19 @@ fn human(backoff: &Backoff, now: u64, path: &str) -> String {
     }
     let mut out = String::new();
     for (id, entry) in &backoff.leases {
-        let when = if entry.next_attempt_unix_ms <= now {
+        // As the next run will save it (SPEC "Backoff"); --json keeps the
+        // entry as stored.
+        let next = backoff::capped(entry.next_attempt_unix_ms, now, MAX_MS);
+        let when = if next <= now {
             "due now".to_owned()
+        } else if next < entry.next_attempt_unix_ms {
+            format!(
+                "next attempt in {} (capped at the default --backoff-max; the state holds {} ahead: the clock jumped back)",
+                span(next - now),
+                span(entry.next_attempt_unix_ms - now)
+            )
         } else {
-            format!("next attempt in {}", span(entry.next_attempt_unix_ms - now))
+            format!("next attempt in {}", span(next - now))
         };
         out.push_str(&format!(
             "{id}  worker {}  build {}  {} failure{}  {when}\n",
