@@ -70,12 +70,16 @@ pub fn refuse_tilde(
         return Ok(());
     };
     let value = value.to_string_lossy();
+    // Neither cron's variable lines nor a unit's Environment= expand
+    // `$HOME` either: the full path always works.
     let instead = match (value.strip_prefix('~'), env("HOME")) {
         (Some(rest), Some(home)) if rest.is_empty() || rest.starts_with('/') => format!(
-            "write $HOME{rest} or the full path ({}{rest})",
+            "write the full path ({}{rest}), or $HOME{rest} where a shell reads it, %h{rest} in a unit",
             Path::new(&home).display()
         ),
-        _ => "write $HOME/... or the full path".to_owned(),
+        _ => {
+            "write the full path, or $HOME/... where a shell reads it, %h/... in a unit".to_owned()
+        }
     };
     Err(format!(
         "{name} is {value:?}, which begins with `~`: no shell expanded it (a unit's Environment= or a quoted crontab value), so it would name a folder called `~`; {instead}"
@@ -308,7 +312,7 @@ mod tests {
             why.starts_with("--metrics-file is \"~alice/m.prom\""),
             "{why}"
         );
-        assert!(why.ends_with("write $HOME/... or the full path"), "{why}");
+        assert!(why.ends_with("%h/... in a unit"), "{why}");
     }
 
     #[test]
