@@ -55,6 +55,14 @@ pub fn delay_ms(failures: u32, base_ms: u64, max_ms: u64) -> u64 {
     base_ms.saturating_mul(1u64 << doublings).min(max_ms)
 }
 
+/// When an attempt planned for `next_ms` will be made, seen at `now_ms`: no
+/// later than `now + max`. A later time is what a clock that jumped back
+/// leaves; every run saves it capped so, and whatever shows an entry shows
+/// it as that run will save it.
+pub fn capped(next_ms: u64, now_ms: u64, max_ms: u64) -> u64 {
+    next_ms.min(now_ms.saturating_add(max_ms))
+}
+
 /// The longest error text kept per entry; the child's diagnostic is already
 /// bounded, this only keeps a hostile state file from growing the next one.
 const MAX_ERROR_CHARS: usize = 1000;
@@ -92,10 +100,10 @@ impl Backoff {
         let before = self.leases.len();
         self.leases.retain(|id, _| live.contains(id.as_str()));
         let mut changed = before != self.leases.len();
-        let latest = now_ms.saturating_add(max_ms);
         for entry in self.leases.values_mut() {
-            if entry.next_attempt_unix_ms > latest {
-                entry.next_attempt_unix_ms = latest;
+            let next = capped(entry.next_attempt_unix_ms, now_ms, max_ms);
+            if next != entry.next_attempt_unix_ms {
+                entry.next_attempt_unix_ms = next;
                 changed = true;
             }
         }

@@ -14,6 +14,10 @@ const STATE_FILE_HELP: &str =
 const RCH_HELP: &str = "The client that performs a recovery; a bare name is looked up on PATH \
 [default: rch on PATH, else $HOME/.local/bin/rch, else $HOME/.cargo/bin/rch]";
 
+/// `--backoff-max`'s default: also the cap `status` and `explain`, which do
+/// not take the flag, show a next attempt with.
+pub const DEFAULT_BACKOFF_MAX_SECS: u64 = 21_600;
+
 /// The environment variables that stand in for flags. An empty one counts
 /// as unset (SPEC), which clap alone would read as an empty value.
 pub const ENV_VARS: [&str; 5] = [
@@ -124,7 +128,7 @@ pub struct RunArgs {
     pub backoff_base: u64,
 
     /// Cap on the backoff delay (whole seconds, 0 to 31536000)
-    #[arg(long, value_name = "SECS", default_value_t = 21_600,
+    #[arg(long, value_name = "SECS", default_value_t = DEFAULT_BACKOFF_MAX_SECS,
           value_parser = seconds(0, 31_536_000))]
     pub backoff_max: u64,
 
@@ -148,7 +152,8 @@ pub struct RunArgs {
     #[arg(short, long, conflicts_with = "quiet")]
     pub verbose: bool,
 
-    /// Print only errors
+    /// Print only errors, and the warning for a named lease directory that does
+    /// not exist
     #[arg(short, long)]
     pub quiet: bool,
 }

@@ -31,6 +31,61 @@ pub fn default_lease_dir(env: impl Fn(&str) -> Option<OsString>) -> PathBuf {
     state_home.join("job-leases")
 }
 
+/// The variables that name a path, each read by some command or by `rch`
+/// under it: the flags' stand-ins and rch's own state homes.
+pub const PATH_VARS: [&str; 7] = [
+    "RCH_SWEEP_LEASE_DIR",
+    "RCH_SWEEP_STATE_FILE",
+    "RCH_SWEEP_RCH",
+    "RCH_SWEEP_METRICS_FILE",
+    "RCH_SOCKET_PATH",
+    "RCH_STATE_HOME",
+    "XDG_STATE_HOME",
+];
+
+/// Refuses a path value that begins with `~`. Only a shell expands it, and
+/// a unit's `Environment=` or a quoted crontab value reaches us unexpanded,
+/// so `~/x` would name a folder called `~` in the working directory: a sweep
+/// of a folder that does not exist, exiting 0 forever. Every variable of
+/// [`PATH_VARS`] is looked at (the environment is the timer's, whatever this
+/// command reads of it), then each option as given (`(flag, value)`; a
+/// value that came from its variable was caught by the variable's name).
+/// The error names the first offender and what to write instead.
+pub fn refuse_tilde(
+    env: impl Fn(&str) -> Option<OsString>,
+    options: &[(&str, Option<&Path>)],
+) -> Result<(), String> {
+    let tilde = |value: &OsStr| value.as_encoded_bytes().first() == Some(&b'~');
+    let offender = PATH_VARS
+        .iter()
+        .find_map(|name| env(name).filter(|value| tilde(value)).map(|v| (*name, v)))
+        .or_else(|| {
+            options.iter().find_map(|(flag, value)| {
+                value
+                    .filter(|value| tilde(value.as_os_str()))
+                    .map(|value| (*flag, value.as_os_str().to_owned()))
+            })
+        });
+    let Some((name, value)) = offender else {
+        return Ok(());
+    };
+    let value = value.to_string_lossy();
+    // Neither cron's variable lines nor a unit's Environment= expand
+    // `$HOME` either: the full path always works.
+    let instead = match (value.strip_prefix('~'), env("HOME")) {
+        (Some(rest), Some(home)) if rest.is_empty() || rest.starts_with('/') => format!(
+            "write the full path ({}{rest}), or $HOME{rest} where a shell reads it, %h{rest} in a unit",
+            Path::new(&home).display()
+        ),
+        _ => {
+            "write the full path, or $HOME/... where a shell reads it, %h/... in a unit".to_owned()
+        }
+    };
+    Err(format!(
+        "{name} is {value:?}, which begins with `~`: no shell expanded it (a unit's Environment= or a quoted crontab value), so it would name a folder called `~`; {instead}"
+    ))
+}
+
 /// `<parent of the lease dir>/rch-sweep/backoff.json`: beside rch's own
 /// state, so one user's sweep keeps one state however the lease dir was named.
 pub fn default_state_file(lease_dir: &Path) -> PathBuf {
@@ -218,6 +273,46 @@ mod tests {
             default_lease_dir(env(&[("HOME", "")])),
             Path::new("/tmp/rch/job-leases")
         );
+    }
+
+    #[test]
+    fn a_path_beginning_with_a_tilde_is_refused_by_name() {
+        let home = [("HOME", "/home/al")];
+        assert_eq!(refuse_tilde(env(&home), &[("--lease-dir", None)]), Ok(()));
+        let fine = Path::new("/srv/job-leases");
+        let also_fine = Path::new("a~b");
+        assert_eq!(
+            refuse_tilde(
+                env(&[("XDG_STATE_HOME", "/x~"), ("HOME", "/h")]),
+                &[("--lease-dir", Some(fine)), ("--rch", Some(also_fine))]
+            ),
+            Ok(())
+        );
+        for name in PATH_VARS {
+            let why = refuse_tilde(
+                env(&[(name, "~/.local/state/rch/job-leases"), home[0]]),
+                &[("--lease-dir", Some(fine))],
+            )
+            .expect_err(name);
+            assert!(why.starts_with(&format!("{name} is \"~/")), "{why}");
+            assert!(
+                why.contains("(/home/al/.local/state/rch/job-leases)"),
+                "{why}"
+            );
+        }
+        let why = refuse_tilde(
+            env(&[]),
+            &[
+                ("--lease-dir", Some(fine)),
+                ("--metrics-file", Some(Path::new("~alice/m.prom"))),
+            ],
+        )
+        .expect_err("flag");
+        assert!(
+            why.starts_with("--metrics-file is \"~alice/m.prom\""),
+            "{why}"
+        );
+        assert!(why.ends_with("%h/... in a unit"), "{why}");
     }
 
     #[test]

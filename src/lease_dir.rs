@@ -7,6 +7,12 @@
 //! So the path is resolved as `realpath` does, once, and the resolved path is
 //! what the rest of the run uses; messages name the path as given and, when
 //! it differs, the resolved one.
+//!
+//! One exception, for storage moved behind a link: when the path's own last
+//! component is a symbolic link named `job-leases`, rch reaches the target
+//! through that link from its state home, so the state home is the link's
+//! parent (resolved), not the target's; the lock, the owner rule and the
+//! metrics label still use the target.
 
 use crate::config;
 use crate::journal::LeaseDir;
@@ -43,6 +49,10 @@ pub struct Identity {
     /// is made absolute without resolving.
     pub resolved: PathBuf,
     pub found: Found,
+    /// The link's parent, resolved, when `given` itself is a symbolic link
+    /// named `job-leases` (rch's folder moved to other storage): the state
+    /// home through which rch reaches the target whatever it is named.
+    behind_link: Option<PathBuf>,
 }
 
 impl Identity {
@@ -69,11 +79,13 @@ impl Identity {
             }
             Err(error) => (absolute(), Found::Unreadable(error)),
         };
+        let behind_link = moved_behind_link(&given);
         Identity {
             given,
             explicit,
             resolved,
             found,
+            behind_link,
         }
     }
 
@@ -93,8 +105,12 @@ impl Identity {
     }
 
     /// rch's state home for this directory: what the child is handed as
-    /// `RCH_STATE_HOME`, so rch resolves exactly this lease directory.
+    /// `RCH_STATE_HOME`, so rch resolves exactly this lease directory (for
+    /// storage moved behind a link, through that link).
     pub fn state_home(&self) -> &Path {
+        if let Some(parent) = &self.behind_link {
+            return parent;
+        }
         match self.resolved.parent() {
             Some(parent) if !parent.as_os_str().is_empty() => parent,
             _ => &self.resolved,
@@ -102,15 +118,21 @@ impl Identity {
     }
 
     /// The state file used when none is named: beside rch's own state,
-    /// derived from the resolved path.
+    /// derived from the resolved path (for storage moved behind a link,
+    /// beside the link, in rch's state home).
     pub fn default_state_file(&self) -> PathBuf {
-        config::default_state_file(&self.resolved)
+        match &self.behind_link {
+            Some(parent) => parent.join("rch-sweep").join("backoff.json"),
+            None => config::default_state_file(&self.resolved),
+        }
     }
 
-    /// Whether the resolved directory carries the name rch gives it; a real
-    /// run refuses any other, since `rch` would look elsewhere.
+    /// Whether `rch` finds this directory as `<state home>/job-leases`:
+    /// the resolved directory carries that name, or the path given is a
+    /// link of that name. A real run refuses any other, since `rch` would
+    /// look elsewhere.
     pub fn named_job_leases(&self) -> bool {
-        self.resolved.file_name() == Some(OsStr::new(JOB_LEASES))
+        self.behind_link.is_some() || self.resolved.file_name() == Some(OsStr::new(JOB_LEASES))
     }
 
     /// The owner, when it is a directory.
@@ -144,6 +166,24 @@ impl Identity {
         }
         Some(nested)
     }
+}
+
+/// For a path whose own last component is a symbolic link named
+/// `job-leases`: the link's parent, absolute with its own symlinks
+/// resolved. `None` for any other path (a link elsewhere in it is resolved
+/// with the rest).
+fn moved_behind_link(given: &Path) -> Option<PathBuf> {
+    let name = given.file_name().filter(|name| *name == JOB_LEASES)?;
+    let parent = match given.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    // The link itself, not what a trailing `/` would make of it.
+    let meta = std::fs::symlink_metadata(parent.join(name)).ok()?;
+    if !meta.is_symlink() {
+        return None;
+    }
+    std::fs::canonicalize(parent).ok()
 }
 
 /// Why the lease directory could not be locked.
@@ -202,6 +242,38 @@ mod tests {
         }
         let plain = Identity::resolve(Some(&real));
         assert_eq!(plain.display(), real.display().to_string());
+    }
+
+    #[test]
+    fn a_link_named_job_leases_is_reached_from_its_own_parent() {
+        let world = tempfile::tempdir().expect("tempdir");
+        let storage = world.path().join("srv/dev-leases");
+        let home = world.path().join("home/state/rch");
+        std::fs::create_dir_all(&storage).expect("mkdir");
+        std::fs::create_dir_all(&home).expect("mkdir");
+        std::os::unix::fs::symlink(&storage, home.join(JOB_LEASES)).expect("symlink");
+        // The state home is reached through a link of its own too.
+        std::os::unix::fs::symlink(&home, world.path().join("alias")).expect("symlink");
+        let home = std::fs::canonicalize(&home).expect("canonical");
+        let storage = std::fs::canonicalize(&storage).expect("canonical");
+        for given in [
+            world.path().join("alias/job-leases"),
+            world.path().join("alias/job-leases/"),
+        ] {
+            let identity = Identity::resolve(Some(&given));
+            assert_eq!(identity.resolved, storage, "{given:?}");
+            assert!(identity.named_job_leases());
+            assert_eq!(identity.state_home(), home);
+            assert_eq!(
+                identity.default_state_file(),
+                home.join("rch-sweep/backoff.json")
+            );
+        }
+        // A link named otherwise is judged by its target's name, as before.
+        std::os::unix::fs::symlink(&storage, world.path().join("leases")).expect("symlink");
+        let other = Identity::resolve(Some(&world.path().join("leases")));
+        assert!(!other.named_job_leases());
+        assert_eq!(other.state_home(), storage.parent().expect("parent"));
     }
 
     #[test]

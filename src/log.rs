@@ -60,6 +60,13 @@ pub fn warn(message: impl Display) {
     emit(Level::Warning, &message);
 }
 
+/// A warning `--quiet` does not hide: one whose silence would let a cron
+/// line or a timer do nothing forever without anyone hearing of it (a
+/// lease directory named explicitly that does not exist).
+pub fn warn_always(message: impl Display) {
+    write(Level::Warning, &message);
+}
+
 pub fn info(message: impl Display) {
     emit(Level::Info, &message);
 }
@@ -81,10 +88,15 @@ pub fn printable(text: &str) -> Cow<'_, str> {
 }
 
 fn emit(level: Level, message: &dyn Display) {
-    let (quiet, journald) = MODE.get().map_or((false, false), |m| (m.quiet, m.journald));
+    let quiet = MODE.get().is_some_and(|m| m.quiet);
     if quiet && level != Level::Error {
         return;
     }
+    write(level, message);
+}
+
+fn write(level: Level, message: &dyn Display) {
+    let journald = MODE.get().is_some_and(|m| m.journald);
     let text = format_lines(level, journald, &printable(&message.to_string()));
     // Nothing sensible is left to do when stderr itself fails.
     let _ = std::io::stderr().lock().write_all(text.as_bytes());

@@ -130,6 +130,11 @@ pub fn render(summary: &Summary, now: SystemTime, last_success_unix_ms: Option<u
         "Exit status of the last run.",
         &plain(f64::from(summary.exit_code.code())),
     );
+    gauge(
+        "rch_sweep_lease_dir_present",
+        "1 when the last run found its lease directory; 0 when it did not (nothing was swept).",
+        &plain(if summary.lease_dir_present { 1.0 } else { 0.0 }),
+    );
     out
 }
 

@@ -252,7 +252,7 @@ pub fn lease_dir(identity: &Identity, intent: Intent) -> Finding {
                 "it holds a job-leases folder: point --lease-dir / RCH_SWEEP_LEASE_DIR at {}",
                 nested.display()
             ),
-            None => "point --lease-dir / RCH_SWEEP_LEASE_DIR at rch's job-leases folder (a dry run accepts any folder)".to_owned(),
+            None => "point --lease-dir / RCH_SWEEP_LEASE_DIR at rch's job-leases folder, or at a link named job-leases to this one (storage moved behind a link: rch follows it from the link's folder); a dry run accepts any folder".to_owned(),
         };
         return Finding::fail(
             check,
@@ -381,6 +381,9 @@ pub fn state_path(identity: &Identity, state_file: &Path, intent: Intent) -> Fin
             Ok(Existing::Foreign(_)) => return refuse("owned by another user"),
             Ok(Existing::Other(kind)) => return refuse(kind.described()),
             Err(error) => {
+                if let Some(hidden) = hidden_backoff(identity, state_file) {
+                    return hidden.finding(state_file);
+                }
                 return Finding::fail(
                     check,
                     ExitCode::Io,
@@ -454,6 +457,57 @@ pub fn state_path(identity: &Identity, state_file: &Path, intent: Intent) -> Fin
             "check the permissions of the folders above it",
         ),
     }
+}
+
+/// Another user's backoff, behind their private state folder (0700).
+#[derive(Debug)]
+pub struct HiddenBackoff {
+    /// Whose sweep it is: the lease directory's owner (else the state
+    /// folder's).
+    pub owner: u32,
+    /// Why it cannot be read.
+    pub error: std::io::Error,
+}
+
+impl HiddenBackoff {
+    /// What a dry run, `explain` and `doctor` say as they go on without it.
+    pub fn finding(&self, state_file: &Path) -> Finding {
+        Finding::warn(
+            Check::State,
+            format!(
+                "cannot read the backoff in {} ({}): it is {}'s, in a folder only they may enter; going on without it, so every due candidate is shown as if it had no backoff entry",
+                state_file.display(),
+                self.error,
+                account::describe(self.owner)
+            ),
+            format!(
+                "to see it, run as its owner: `runuser -u {} -- rch-sweep ...`",
+                account::login(self.owner)
+            ),
+        )
+    }
+}
+
+/// The state of a sweep that is not this user's (a monitor account looking
+/// at someone's lease directory) and that this user may not read: the
+/// state folder is private (0700), or, in a folder made open by hand, the
+/// file is (0600). `None` when this user is the owner (then a state that
+/// cannot be read is an I/O error like any other) or may read it.
+pub fn hidden_backoff(identity: &Identity, state_file: &Path) -> Option<HiddenBackoff> {
+    let denied = |error: std::io::Error| {
+        (error.kind() == std::io::ErrorKind::PermissionDenied).then_some(error)
+    };
+    let error = match fsio::existing(state_file) {
+        Err(error) => denied(error)?,
+        Ok(Existing::Foreign(_)) => denied(fsio::may_access(state_file, libc::R_OK).err()?)?,
+        Ok(_) => return None,
+    };
+    let owner = identity.owner().or_else(|| {
+        std::fs::metadata(fsio::parent_dir(state_file))
+            .ok()
+            .map(|meta| meta.uid())
+    })?;
+    (owner != account::euid()).then_some(HiddenBackoff { owner, error })
 }
 
 fn unwritable_fix(folder: &Path) -> String {

@@ -22,6 +22,9 @@ pub struct Settings {
     pub socket: Option<PathBuf>,
     /// The judged lease directory, symlinks resolved.
     pub lease_dir: PathBuf,
+    /// The state home rch finds that directory in as `job-leases`: its
+    /// parent, or, for storage moved behind a link, the link's parent.
+    pub state_home: PathBuf,
     /// Handed to the child as `--timeout-secs`.
     pub recover_timeout: Duration,
     /// Slack after the timeout before the child's group is killed.
@@ -102,15 +105,10 @@ impl Attempt {
 
 /// What the child is told on top of our own environment. rch finds its
 /// lease directory only as `$RCH_STATE_HOME/job-leases` (before
-/// `XDG_STATE_HOME` and `HOME`), so naming the judged directory's parent
-/// makes it act on exactly the journal that was judged.
+/// `XDG_STATE_HOME` and `HOME`), so naming the judged directory's state
+/// home makes it act on exactly the journal that was judged.
 fn child_env(settings: &Settings) -> Vec<(OsString, OsString)> {
-    let state_home = settings
-        .lease_dir
-        .parent()
-        .unwrap_or(&settings.lease_dir)
-        .as_os_str()
-        .to_os_string();
+    let state_home = settings.state_home.as_os_str().to_os_string();
     let mut env = vec![("RCH_STATE_HOME".into(), state_home)];
     if let Some(socket) = &settings.socket {
         env.push(("RCH_SOCKET_PATH".into(), socket.clone().into_os_string()));

@@ -93,6 +93,9 @@ impl LeaseLine {
 pub struct Summary {
     pub dry_run: bool,
     pub lease_dir: PathBuf,
+    /// Whether the lease directory existed: a run that found none swept
+    /// nothing and still exits 0, which only this shows to monitoring.
+    pub lease_dir_present: bool,
     pub state_file: PathBuf,
     pub now_unix_ms: u64,
     /// The whole run, preflight to report.
@@ -506,6 +509,7 @@ mod tests {
         Summary {
             dry_run,
             lease_dir: "/l".into(),
+            lease_dir_present: true,
             state_file: "/s".into(),
             now_unix_ms: 3_601_000,
             duration: Duration::from_millis(1234),

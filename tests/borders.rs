@@ -95,14 +95,14 @@ fn a_real_run_refuses_a_lease_dir_not_named_job_leases_and_a_dry_run_takes_it() 
         stderr(&output)
     );
     assert_eq!(tree(world.dir.path()), before, "nothing created or started");
-    // A link named job-leases to it does not help: the name is judged
-    // with symlinks resolved.
-    let named = world.path("job-leases-link");
-    std::fs::create_dir(&named).expect("mkdir");
-    symlink(&other, named.join("job-leases")).expect("symlink");
+    // A link elsewhere in the path does not help: the name is judged with
+    // symlinks resolved. (Only a link that is itself named job-leases is
+    // how rch reaches it: tests/where_it_looks.rs.)
+    let alias = world.path("alias");
+    symlink(world.dir.path(), &alias).expect("symlink");
     let output = World::bare_command()
         .arg("--lease-dir")
-        .arg(named.join("job-leases"))
+        .arg(alias.join("leases"))
         .args(["--rch", rch.to_str().expect("utf8")])
         .output()
         .expect("run");

@@ -336,3 +336,83 @@ fn node_exporter_flags_a_metrics_file_it_cannot_read_only_by_its_scrape_error() 
     assert!(ours.is_empty(), "still served: {ours:?}");
     assert!(log().contains("rch-sweep-alice.prom"), "{}", log());
 }
+
+/// A sweep that finds no lease directory exits 0 and reports success, so
+/// only `rch_sweep_lease_dir_present` can tell monitoring (the alert
+/// RchSweepLeaseDirMissing): with the real node_exporter, a `--quiet` run
+/// over a named directory that does not exist is served with 0 beside a
+/// sweep that found its directory, with 1, and promtool accepts the file.
+#[test]
+fn node_exporter_serves_a_missing_lease_directory_as_lease_dir_present_zero() {
+    let Some(node_exporter) = tool(
+        &["prometheus-node-exporter", "node_exporter"],
+        "prometheus-node-exporter",
+    ) else {
+        return;
+    };
+    let Some(promtool_bin) = tool(&["promtool"], "prometheus") else {
+        return;
+    };
+    let world = World::new();
+    let textfile = world.path("textfile");
+    std::fs::create_dir(&textfile).expect("mkdir textfile");
+    let rch = world.fake_rch("rch", "exit 1");
+    let (present, code) = sweep(&world, "alice", 0, &rch, &textfile.join("alice.prom"));
+    assert_eq!(code, 0);
+    // bob's timer names a folder with a typo.
+    let missing = world.path("bob/job-lease");
+    let bob_prom = textfile.join("bob.prom");
+    let output = World::bare_command()
+        .arg("--quiet")
+        .arg("--lease-dir")
+        .arg(&missing)
+        .arg("--rch")
+        .arg(&rch)
+        .arg("--metrics-file")
+        .arg(&bob_prom)
+        .output()
+        .expect("run rch-sweep");
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("does not exist"),
+        "{}",
+        stderr(&output)
+    );
+    promtool(
+        &promtool_bin,
+        &[Path::new("check"), Path::new("metrics")],
+        Some(&bob_prom),
+    );
+
+    let (exporter, address) = Exporter::start(
+        &node_exporter,
+        &textfile,
+        world.path("node_exporter.log"),
+        None,
+    );
+    let served = samples(&get_metrics(address).expect("scrape /metrics"));
+    assert_eq!(
+        served.get("node_textfile_scrape_error"),
+        Some(&0.0),
+        "{}",
+        std::fs::read_to_string(&exporter.log).unwrap_or_default()
+    );
+    let present_of = |lease_dir: &Path| {
+        served
+            .get(&format!(
+                "rch_sweep_lease_dir_present{{lease_dir=\"{}\"}}",
+                lease_dir.display()
+            ))
+            .copied()
+    };
+    assert_eq!(present_of(&missing), Some(0.0), "{served:?}");
+    assert_eq!(present_of(&present), Some(1.0), "{served:?}");
+    assert_eq!(
+        served.get(&format!(
+            "rch_sweep_exit_code{{lease_dir=\"{}\"}}",
+            missing.display()
+        )),
+        Some(&0.0),
+        "a run over a missing directory succeeds: only the gauge says it"
+    );
+}

@@ -39,6 +39,7 @@ const VERSION_DEADLINE: Duration = Duration::from_secs(10);
 
 pub fn run(args: RunArgs) -> Result<ExitCode> {
     super::run::check_args(&args)?;
+    super::run::refuse_tilde(&args)?;
     let target = Target::resolve(&args.paths);
     let mut findings = vec![
         preflight::lease_dir(&target.lease_dir, Intent::Doctor),
@@ -88,6 +89,11 @@ fn not_yet(target: &Target, finding: Finding) -> Finding {
 /// The state path and folder (what a run refuses before its lock), then
 /// the file's content (what it refuses once it reads it).
 fn state(target: &Target) -> Finding {
+    // Another user's, private to them: nothing more to see (a run by this
+    // user is refused by the lease directory's check).
+    if let Some(hidden) = preflight::hidden_backoff(&target.lease_dir, &target.state_file) {
+        return hidden.finding(&target.state_file);
+    }
     let path = preflight::state_path(&target.lease_dir, &target.state_file, Intent::Doctor);
     if path.status == Status::Fail {
         return path;

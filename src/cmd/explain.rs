@@ -8,7 +8,7 @@
 //! starts nothing, writes nothing, takes no lock and needs no `rch`: the
 //! state file is only read.
 
-use crate::backoff::{Backoff, Entry, now_unix_ms};
+use crate::backoff::{self, Backoff, Entry, now_unix_ms};
 use crate::cli::ExplainArgs;
 use crate::evidence::Judgement;
 use crate::exit::ExitCode;
@@ -68,7 +68,7 @@ impl Explained {
             }) => Some(Next::Skipped),
             Ok(Judgement { verdict: Ok(_), .. }) => Some(match &self.backoff {
                 Some(entry) if entry.next_attempt_unix_ms > now_unix_ms => {
-                    Next::BackingOff(entry.next_attempt_unix_ms)
+                    Next::BackingOff(shown_next(entry, now_unix_ms))
                 }
                 _ => Next::WouldRecover,
             }),
@@ -77,21 +77,24 @@ impl Explained {
 }
 
 pub fn run(args: ExplainArgs) -> Result<ExitCode> {
+    super::refuse_tilde(&args.paths, &[])?;
     let target = super::Target::resolve(&args.paths);
     target.check(Intent::Read)?;
-    let (lease_dir, state_file) = (&target.lease_dir, &target.state_file);
+    let lease_dir = &target.lease_dir;
     let now = now_unix_ms();
-    let backoff = match state::load(state_file, state::Access::Read)? {
-        Loaded::Missing => Backoff::empty(),
-        Loaded::Valid(backoff) => backoff,
-        Loaded::Corrupt(why, _) => {
-            log::warn(format!(
-                "state file {} does not parse ({why}); explaining without backoff",
-                state_file.display()
-            ));
-            Backoff::empty()
-        }
-    };
+    let backoff = target.readable_backoff(|state_file| {
+        Ok(match state::load(state_file, state::Access::Read)? {
+            Loaded::Missing => Backoff::empty(),
+            Loaded::Valid(backoff) => backoff,
+            Loaded::Corrupt(why, _) => {
+                log::warn(format!(
+                    "state file {} does not parse ({why}); explaining without backoff",
+                    state_file.display()
+                ));
+                Backoff::empty()
+            }
+        })
+    })?;
     let dir = open_lease_dir(lease_dir)?;
     let options = ScanOptions {
         now_unix_ms: now,
@@ -368,7 +371,7 @@ fn human(explained: &[Explained], now: u64) -> String {
                     if entry.failures == 1 { "" } else { "s" },
                     entry.worker_id,
                     entry.build_id,
-                    when(entry.next_attempt_unix_ms, now)
+                    when(shown_next(entry, now), now)
                 );
                 if let Some(error) = &entry.last_error {
                     let _ = writeln!(out, "           last error: {error}");
@@ -389,6 +392,17 @@ fn human(explained: &[Explained], now: u64) -> String {
         let _ = writeln!(out, "  next run {next}");
     }
     out
+}
+
+/// An entry's next attempt as the next run will save it: no later than
+/// `now` + the default `--backoff-max` (explain does not take the flag),
+/// as a dry run shows it; the JSON's `backoff` keeps the entry as stored.
+fn shown_next(entry: &Entry, now: u64) -> u64 {
+    backoff::capped(
+        entry.next_attempt_unix_ms,
+        now,
+        crate::cli::DEFAULT_BACKOFF_MAX_SECS * 1000,
+    )
 }
 
 /// `2026-11-30 07:12:03 UTC (in 19m 59s)`, or `(due)` once passed.

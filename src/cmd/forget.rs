@@ -16,6 +16,7 @@ pub fn run(args: ForgetArgs) -> Result<ExitCode> {
     // backoff entry" and exit 0.
     let wrapper_ids =
         wrapper_ids(&args.wrapper_ids).map_err(|why| Fatal::error(ExitCode::Usage, why))?;
+    super::refuse_tilde(&args.paths, &[])?;
     let target = super::Target::resolve(&args.paths);
     // Before the lock is created beside it: the directory's owner, the
     // state path and its folder.

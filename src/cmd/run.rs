@@ -39,6 +39,7 @@ impl Run {
 
 pub fn run(args: RunArgs) -> Result<ExitCode> {
     check_args(&args)?;
+    refuse_tilde(&args)?;
     let intent = if args.check {
         Intent::Check
     } else if args.dry_run {
@@ -81,13 +82,27 @@ pub(super) fn check_args(args: &RunArgs) -> Result<()> {
         .map_err(|why| Fatal::error(ExitCode::Usage, why))
 }
 
+/// SPEC's `~` rule over every path a run or `doctor` takes (78).
+pub(super) fn refuse_tilde(args: &RunArgs) -> Result<()> {
+    super::refuse_tilde(
+        &args.paths,
+        &[
+            ("--rch", args.rch.as_deref()),
+            ("--socket", args.socket.as_deref()),
+            ("--metrics-file", args.metrics_file.as_deref()),
+        ],
+    )
+}
+
 /// Nothing to do, and nothing created: no state folder, state or lock. A
 /// folder someone named and that does not exist is most likely a typo,
 /// which would otherwise sweep nothing forever, so it earns a warning.
 fn missing_lease_dir(run: &Run) -> Result<ExitCode> {
     let finding = preflight::lease_dir(&run.target.lease_dir, run.intent);
     if run.target.lease_dir.explicit {
-        log::warn(finding.message());
+        // Even with --quiet: a typo here sweeps nothing forever, and a cron
+        // line mails only what it prints.
+        log::warn_always(finding.message());
     } else {
         log::info(finding.finding);
     }
@@ -134,7 +149,7 @@ fn dry_run(run: &Run) -> Result<ExitCode> {
         preflight::metrics(path).warn_only();
     }
     let dir = open_lease_dir(run)?;
-    let mut backoff = state::load_for_plan(&run.target.state_file)?;
+    let mut backoff = run.target.readable_backoff(state::load_for_plan)?;
     let (mut scan, scan_duration) = scan_leases(run, &dir)?;
     // The same clamping a real run saves, applied to a copy.
     backoff.prune(&scan.candidates, run.now_unix_ms, policy(run).max_ms);
@@ -275,6 +290,7 @@ fn recover_settings(run: &Run, rch: PathBuf) -> recover::Settings {
         rch,
         socket: run.args.socket.clone(),
         lease_dir: run.target.lease_dir.resolved.clone(),
+        state_home: run.target.lease_dir.state_home().to_path_buf(),
         recover_timeout: Duration::from_secs(run.args.recover_timeout),
         kill_grace: Duration::from_secs(run.args.kill_grace),
     }
@@ -284,6 +300,7 @@ fn summary(run: &Run, scan: Scan, scan_duration: Duration, leases: Vec<LeaseLine
     Summary {
         dry_run: run.dry(),
         lease_dir: run.target.lease_dir.resolved.clone(),
+        lease_dir_present: !matches!(run.target.lease_dir.found, Found::Missing),
         state_file: run.target.state_file.clone(),
         now_unix_ms: run.now_unix_ms,
         duration: run.started.elapsed(),

@@ -1,19 +1,38 @@
 //! `rch-sweep status`: the backoff entries of the state file, for people or
 //! as JSON with a `due` flag. Reads only; takes no lock.
 
-use crate::backoff::{Backoff, now_unix_ms};
+use crate::account;
+use crate::backoff::{self, Backoff, now_unix_ms};
 use crate::cli::StatusArgs;
-use crate::exit::ExitCode;
+use crate::exit::{ExitCode, Fatal};
 use crate::human::span;
-use crate::preflight::Intent;
+use crate::preflight::{self, Intent};
 use crate::state;
 use anyhow::Result;
 use std::io::Write;
 use std::path::Path;
 
+/// The cap on a next attempt as shown: `--backoff-max`'s default, since
+/// status does not take the flag.
+const MAX_MS: u64 = crate::cli::DEFAULT_BACKOFF_MAX_SECS * 1000;
+
 pub fn run(args: StatusArgs) -> Result<ExitCode> {
+    super::refuse_tilde(&args.paths, &[])?;
     let target = super::Target::resolve(&args.paths);
     target.check(Intent::Read)?;
+    // Unlike a dry run, status has nothing to show without the backoff.
+    if let Some(hidden) = preflight::hidden_backoff(&target.lease_dir, &target.state_file) {
+        let owner = account::login(hidden.owner);
+        return Err(Fatal::error(
+            ExitCode::Io,
+            format!(
+                "cannot read the backoff in {} ({}): it is {}'s, in a folder only they may enter; run status as its owner: `runuser -u {owner} -- rch-sweep status`",
+                target.state_file.display(),
+                hidden.error,
+                account::describe(hidden.owner)
+            ),
+        ));
+    }
     let state_file = target.state_file;
     let backoff =
         state::load_existing(&state_file, state::Access::Read)?.unwrap_or_else(Backoff::empty);
@@ -63,10 +82,19 @@ fn human(backoff: &Backoff, now: u64, path: &str) -> String {
     }
     let mut out = String::new();
     for (id, entry) in &backoff.leases {
-        let when = if entry.next_attempt_unix_ms <= now {
+        // As the next run will save it (SPEC "Backoff"); --json keeps the
+        // entry as stored.
+        let next = backoff::capped(entry.next_attempt_unix_ms, now, MAX_MS);
+        let when = if next <= now {
             "due now".to_owned()
+        } else if next < entry.next_attempt_unix_ms {
+            format!(
+                "next attempt in {} (capped at the default --backoff-max; the state holds {} ahead: the clock jumped back)",
+                span(next - now),
+                span(entry.next_attempt_unix_ms - now)
+            )
         } else {
-            format!("next attempt in {}", span(entry.next_attempt_unix_ms - now))
+            format!("next attempt in {}", span(next - now))
         };
         out.push_str(&format!(
             "{id}  worker {}  build {}  {} failure{}  {when}\n",
