@@ -259,8 +259,8 @@ pub struct ForgetArgs {
     #[arg(long, conflicts_with = "wrapper_ids")]
     pub all: bool,
 
-    /// Wrapper ids (rchw-<uuid>) or journal file names (rchw-<uuid>.json)
-    /// whose entries to remove
+    /// Wrapper ids (rchw-<uuid>), journal file names (rchw-<uuid>.json) or
+    /// journal paths inside the lease directory, whose entries to remove
     #[arg(value_name = "WRAPPER_ID", required_unless_present = "all")]
     pub wrapper_ids: Vec<String>,
 }
