@@ -2,9 +2,10 @@
 # Proves the Debian package the way an operator meets it (issues 12 and 20):
 # builds it with the one command (scripts/package.sh), lints it, installs it
 # with dpkg, verifies and uses what it installed (the package route's cron
-# line too), enables its timers as an administrator would, removes and purges
-# it, and checks that none of its files, and no link to its units, stay
-# behind: /etc/systemd is as it was before.
+# line too, and doctor --as cron as a user who is not root), enables its
+# timers as an administrator would, removes and purges it, and checks that
+# none of its files, and no link to its units, stay behind: /etc/systemd is
+# as it was before.
 #
 #   sudo scripts/install-check.sh        # by hand, as root
 #
@@ -309,6 +310,41 @@ as_cron || status=$?
 [ ! -s "$work/cron.out" ] || fail "cron's '$cron_command' printed (cron would mail it): $(cat "$work/cron.out")"
 [ -z "$(ls -A "$work/cron-home")" ] || fail "cron's '$cron_command' created files in HOME: $(ls -A "$work/cron-home")"
 echo "ok: $cron_line -> exit 0, silent"
+
+step "doctor --as cron, as a user who is not root"
+# What the operator runs after crontab -e: the installed binary re-executes
+# itself with cron's HOME, LOGNAME, SHELL and PATH only. As nobody, with a
+# home of its own in the work folder: rch where its installer puts it
+# (~/.local/bin, on no cron PATH), leases where rch writes them.
+chmod 711 "$work"
+user_home=$work/nobody-home
+mkdir -p "$user_home/.local/bin" "$user_home/.local/state/rch/job-leases"
+printf '#!/bin/sh\nif [ "$1" = --version ]; then echo "rch 0.0.0 (install-check stand-in)"; exit 0; fi\nexit 1\n' \
+  > "$user_home/.local/bin/rch"
+chmod 755 "$user_home/.local/bin/rch"
+chown -R nobody: "$user_home"
+as_nobody() {
+  runuser -u nobody -- env -i HOME="$user_home" LOGNAME=nobody PATH=/usr/bin:/bin "$@" \
+    rch-sweep doctor --as cron --json > "$work/doctor.out" 2> "$work/doctor.err"
+}
+status=0
+as_nobody || status=$?
+[ "$status" = 0 ] || fail "doctor --as cron as nobody exited $status: $(cat "$work/doctor.out" "$work/doctor.err")"
+for expected in '{"version":1,"as":"cron","checks":[' \
+  '"check":"lease_dir","status":"ok"' '"check":"rch","status":"ok"' '"check":"environment","status":"ok"'; do
+  grep -qF "$expected" "$work/doctor.out" || fail "doctor --as cron as nobody: no $expected in $(cat "$work/doctor.out")"
+done
+if grep -q '"status":"fail"' "$work/doctor.out"; then
+  fail "doctor --as cron as nobody failed a check: $(cat "$work/doctor.out")"
+fi
+echo "ok: doctor --as cron as nobody: $(grep -o '"check":"rch","status":"ok","finding":"[^"]*"' "$work/doctor.out")"
+# The check sees what cron would miss: a .profile that moved rch's state
+# (XDG_STATE_HOME) leaves cron sweeping a folder that does not exist.
+mv "$user_home/.local/state" "$user_home/.state"
+as_nobody XDG_STATE_HOME="$user_home/.state" || fail "doctor --as cron with XDG_STATE_HOME: $(cat "$work/doctor.err")"
+grep -qF "\"finding\":\"lease directory $user_home/.local/state/rch/job-leases does not exist" "$work/doctor.out" \
+  || fail "doctor --as cron did not warn that cron sweeps a missing folder: $(cat "$work/doctor.out")"
+echo "and it warns that cron would sweep the missing $user_home/.local/state/rch/job-leases"
 
 step "prerm and postrm where systemd runs, in a private mount namespace with systemctl stubbed"
 # No systemd runs here, so what the scripts ask of it is recorded by a stub

@@ -15,8 +15,18 @@ pub fn euid() -> u32 {
     unsafe { libc::geteuid() }
 }
 
-/// The login name of `uid` from the password database, if it has one.
-pub fn user_name(uid: u32) -> Option<String> {
+/// What the password database says of an account: what cron and systemd
+/// hand a job run as it (`LOGNAME`/`USER`, `HOME`, `SHELL`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Account {
+    pub name: String,
+    pub home: std::path::PathBuf,
+    pub shell: std::path::PathBuf,
+}
+
+/// The password database's entry of `uid`, if it has one.
+pub fn entry(uid: u32) -> Option<Account> {
+    use std::os::unix::ffi::OsStrExt;
     let mut buffer = vec![0u8; 1024];
     loop {
         // SAFETY: a zeroed passwd is a valid value for getpwuid_r to fill.
@@ -41,11 +51,28 @@ pub fn user_name(uid: u32) -> Option<String> {
         if rc != 0 || found.is_null() || entry.pw_name.is_null() {
             return None;
         }
-        // SAFETY: getpwuid_r succeeded, so pw_name is a NUL-terminated
-        // string inside `buffer`, which is still alive.
+        let text = |field: *const libc::c_char| {
+            if field.is_null() {
+                return std::path::PathBuf::new();
+            }
+            // SAFETY: getpwuid_r succeeded, so a non-null field is a
+            // NUL-terminated string inside `buffer`, which is still alive.
+            let bytes = unsafe { CStr::from_ptr(field) }.to_bytes();
+            std::path::PathBuf::from(std::ffi::OsStr::from_bytes(bytes))
+        };
+        // SAFETY: as above; pw_name was checked to be non-null.
         let name = unsafe { CStr::from_ptr(entry.pw_name) };
-        return Some(name.to_string_lossy().into_owned());
+        return Some(Account {
+            name: name.to_string_lossy().into_owned(),
+            home: text(entry.pw_dir),
+            shell: text(entry.pw_shell),
+        });
     }
+}
+
+/// The login name of `uid` from the password database, if it has one.
+pub fn user_name(uid: u32) -> Option<String> {
+    entry(uid).map(|account| account.name)
 }
 
 /// `alice (uid 1000)`, or `uid 1000` for a uid with no name.
@@ -71,6 +98,8 @@ mod tests {
         assert_eq!(user_name(0).as_deref(), Some("root"));
         assert_eq!(describe(0), "root (uid 0)");
         assert_eq!(login(0), "root");
+        let root = entry(0).expect("root's entry");
+        assert!(root.home.is_absolute(), "{root:?}");
     }
 
     #[test]

@@ -86,8 +86,12 @@ pub struct ChildReport {
     /// The direct child's pid, which is also its process group id.
     pub pid: u32,
     pub ending: Ending,
-    /// The last `<= TAIL_BYTES` bytes of stderr, in order.
+    /// The last `<= TAIL_BYTES` bytes of the captured output (stderr, or
+    /// stdout for a probe), in order.
     pub tail: Vec<u8>,
+    /// With [`Capture::StdoutAndStderr`], the last `<= TAIL_BYTES` bytes of
+    /// stderr; empty otherwise.
+    pub stderr_tail: Vec<u8>,
     pub elapsed: Duration,
     /// The deadline the child ran under, for the message.
     pub deadline: Duration,
@@ -408,6 +412,10 @@ pub enum Capture {
     Stderr,
     /// A probe such as `rch --version`: its answer is on stdout.
     Stdout,
+    /// A probe whose failure needs explaining: its answer in `tail`, the end
+    /// of its stderr in `stderr_tail` (a shim that exits 127 says there
+    /// which program it did not find).
+    StdoutAndStderr,
 }
 
 /// [`run`], draining the output `capture` names instead of stderr.
@@ -433,6 +441,7 @@ pub fn run_capturing(
     match capture {
         Capture::Stderr => command.stdout(Stdio::null()).stderr(Stdio::piped()),
         Capture::Stdout => command.stdout(Stdio::piped()).stderr(Stdio::null()),
+        Capture::StdoutAndStderr => command.stdout(Stdio::piped()).stderr(Stdio::piped()),
     };
     let image = ExecImage::new(spec).map_err(spawn_error)?;
     #[cfg(target_os = "linux")]
@@ -465,9 +474,13 @@ pub fn run_capturing(
 
     let mut child = command.spawn().map_err(spawn_error)?;
     let pid = child.id();
-    let pipe = match capture {
-        Capture::Stderr => child.stderr.take().map(std::os::fd::OwnedFd::from),
-        Capture::Stdout => child.stdout.take().map(std::os::fd::OwnedFd::from),
+    let (pipe, second) = match capture {
+        Capture::Stderr => (child.stderr.take().map(std::os::fd::OwnedFd::from), None),
+        Capture::Stdout => (child.stdout.take().map(std::os::fd::OwnedFd::from), None),
+        Capture::StdoutAndStderr => (
+            child.stdout.take().map(std::os::fd::OwnedFd::from),
+            child.stderr.take().map(std::os::fd::OwnedFd::from),
+        ),
     };
     let Some(pipe) = pipe.map(std::fs::File::from) else {
         // Cannot happen with Stdio::piped, but the child must not leak if it does.
@@ -478,26 +491,41 @@ pub fn run_capturing(
         )));
     };
 
+    let second = second.map(std::fs::File::from);
+    // EOF on every captured pipe counts; each drain thread reports its own.
+    let pipes = 1 + usize::from(second.is_some());
     let abandon = AtomicBool::new(false);
     thread::scope(|scope| {
         let (done_tx, done_rx) = mpsc::channel::<()>();
         let abandon = &abandon;
-        let drainer = thread::Builder::new()
-            .name("child-stderr".to_owned())
-            .spawn_scoped(scope, move || {
-                let tail = drain(pipe, abandon);
-                // The receiver may be gone only if the waiting side panicked.
-                let _ = done_tx.send(());
-                tail
-            });
-        let drainer = match drainer {
-            Ok(handle) => handle,
+        let spawn_drain = |source: std::fs::File, done: mpsc::Sender<()>| {
+            thread::Builder::new()
+                .name("child-stderr".to_owned())
+                .spawn_scoped(scope, move || {
+                    let tail = drain(source, abandon);
+                    // The receiver may be gone only if the waiting side panicked.
+                    let _ = done.send(());
+                    tail
+                })
+        };
+        let drainers = spawn_drain(pipe, done_tx.clone()).and_then(|first| {
+            second
+                .map(|source| spawn_drain(source, done_tx.clone()))
+                .transpose()
+                .map(|second| (first, second))
+        });
+        // Only the drain threads may keep the channel open: once both are
+        // gone, a disconnect means every pipe is done.
+        drop(done_tx);
+        let (drainer, second_drainer) = match drainers {
+            Ok(handles) => handles,
             Err(error) => {
-                // `pipe` was moved into the closure that failed to start and
-                // is closed, so the child cannot block on it; kill it anyway
-                // rather than leave an unwatched child.
+                // Each pipe was moved into a closure that either failed to
+                // start (and closed it) or runs and ends at the abandon flag;
+                // kill the child rather than leave it unwatched.
                 kill_group(pid);
                 reap(&mut child);
+                abandon.store(true, Ordering::Release);
                 return Err(spawn_error(error));
             }
         };
@@ -511,6 +539,7 @@ pub fn run_capturing(
 
         let mut status: Option<ExitStatus> = None;
         let mut eof = false;
+        let mut open_pipes = pipes;
         let ending = loop {
             let slice = deadline.saturating_sub(start.elapsed()).min(POLL_SLICE);
             if status.is_none() {
@@ -522,7 +551,11 @@ pub fn run_capturing(
                 }
             } else if !eof {
                 match done_rx.recv_timeout(slice) {
-                    Ok(()) | Err(RecvTimeoutError::Disconnected) => eof = true,
+                    Ok(()) => {
+                        open_pipes -= 1;
+                        eof = open_pipes == 0;
+                    }
+                    Err(RecvTimeoutError::Disconnected) => eof = true,
                     Err(RecvTimeoutError::Timeout) => {}
                 }
             }
@@ -543,9 +576,17 @@ pub fn run_capturing(
             if status.is_none() {
                 reap_confirmed = reap(&mut child);
             }
-            if !eof {
-                // Either EOF arrives or we stop waiting; both end the same way.
-                let _ = done_rx.recv_timeout(DRAIN_GRACE);
+            // Either EOF arrives on every pipe or we stop waiting; both end
+            // the same way.
+            let grace = Instant::now() + DRAIN_GRACE;
+            while !eof {
+                match done_rx.recv_timeout(grace.saturating_duration_since(Instant::now())) {
+                    Ok(()) => {
+                        open_pipes -= 1;
+                        eof = open_pipes == 0;
+                    }
+                    Err(_) => break,
+                }
             }
         }
         guard.armed = false;
@@ -553,11 +594,16 @@ pub fn run_capturing(
         // A panic in the drain thread would be a bug of ours; losing the tail
         // is better than taking the sweeper down with it.
         let tail = drainer.join().map(Tail::into_vec).unwrap_or_default();
+        let stderr_tail = second_drainer
+            .and_then(|handle| handle.join().ok())
+            .map(Tail::into_vec)
+            .unwrap_or_default();
 
         Ok(ChildReport {
             pid,
             ending,
             tail,
+            stderr_tail,
             elapsed: start.elapsed(),
             deadline,
             reap_confirmed,
@@ -1009,6 +1055,35 @@ mod tests {
             .expect("/bin/sh spawns");
         assert_eq!(exit_code(&report), Some(0));
         assert_eq!(report.tail, b"rch 2.1.24\n");
+        assert!(report.stderr_tail.is_empty());
+    }
+
+    #[test]
+    fn a_probe_may_keep_both_outputs_apart() {
+        // Stderr written after stdout closed, and much of it: both pipes are
+        // drained to EOF before the report is made.
+        let args = sh("echo 'rch 2.1.24'; exec >&-; \
+             awk 'BEGIN { for (i=0; i<8192; i++) print \"noise\" }' >&2; \
+             echo 'rch-real: not found' >&2; exit 127");
+        let spec = ChildSpec {
+            program: Path::new("/bin/sh"),
+            args: &args,
+            env: &[],
+        };
+        let report = run_capturing(
+            &spec,
+            Capture::StdoutAndStderr,
+            Duration::from_secs(10),
+            &|| false,
+        )
+        .expect("/bin/sh spawns");
+        assert_eq!(exit_code(&report), Some(127), "{report:?}");
+        assert_eq!(report.tail, b"rch 2.1.24\n");
+        assert!(
+            report
+                .stderr_tail
+                .ends_with(b"noise\nrch-real: not found\n")
+        );
     }
 
     #[test]
@@ -1033,6 +1108,7 @@ mod tests {
             pid: 1,
             ending: Ending::TimedOut,
             tail: Vec::new(),
+            stderr_tail: Vec::new(),
             elapsed: Duration::ZERO,
             deadline: Duration::from_millis(1500),
             reap_confirmed: false,

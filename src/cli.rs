@@ -12,7 +12,8 @@ const STATE_FILE_HELP: &str =
     "Persisted per-lease backoff [default: <parent of the lease dir>/rch-sweep/backoff.json]";
 
 const RCH_HELP: &str = "The client that performs a recovery; a bare name is looked up on PATH \
-[default: rch on PATH, else $HOME/.local/bin/rch, else $HOME/.cargo/bin/rch]";
+[default: rch on PATH (absolute entries only), else $HOME/.local/bin/rch, else \
+$HOME/.cargo/bin/rch, else /usr/local/bin/rch]";
 
 /// `--backoff-max`'s default: also the cap `status` and `explain`, which do
 /// not take the flag, show a next attempt with.
@@ -69,12 +70,51 @@ pub enum Command {
     #[command(
         long_about = "Check what a timer run with these options would meet: the lease directory, \
 the state file and its folder, the locks, rch (and what `rch --version` says, and whether a \
-timer's PATH finds the same one), the metrics file, and the journals a dry run would judge. \
-Each check is ok, warn or fail, with a fix; a real run refuses exactly what this reports as \
-fail. Writes, renames and creates nothing, takes no lock, and starts no program but \
-`rch --version`. Exit status: 0 when no check fails, 1 otherwise."
+timer's or cron's PATH finds the same one), the metrics file, the journals a dry run would \
+judge, the host (PID namespace, free space where the state is saved) and the environment \
+(which decisions rest on variables a timer or cron line lacks). Each check is ok, warn or \
+fail, with a fix; a real run refuses exactly what this reports as fail. Writes, renames and \
+creates nothing, takes no lock, and starts no program but `rch --version` (and, with --as, \
+itself). With --as ROUTE it re-executes itself in the environment that route gives a run \
+(cron: HOME, LOGNAME, SHELL=/bin/sh, PATH=/usr/bin:/bin; user-timer and system-timer: what \
+the shipped units give), keeping the options given on the command line and dropping every \
+other variable. Exit status: 0 when no check fails, 1 otherwise."
     )]
-    Doctor(RunArgs),
+    Doctor(DoctorArgs),
+}
+
+/// `doctor`: the options of `run`, and the route whose environment to
+/// check in.
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    #[command(flatten)]
+    pub run: RunArgs,
+
+    /// Check as a run started by ROUTE meets it: in that route's environment
+    #[arg(long = "as", value_name = "ROUTE", value_enum)]
+    pub route: Option<Route>,
+}
+
+/// How a sweep is started every five minutes; each hands it its own
+/// environment (SPEC, `doctor --as`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Route {
+    /// A crontab line: HOME, LOGNAME, SHELL=/bin/sh, PATH=/usr/bin:/bin
+    Cron,
+    /// The shipped user unit, rch-sweep.service
+    UserTimer,
+    /// The shipped system template, rch-sweep@USER.service
+    SystemTimer,
+}
+
+impl Route {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Route::Cron => "cron",
+            Route::UserTimer => "user-timer",
+            Route::SystemTimer => "system-timer",
+        }
+    }
 }
 
 /// Where the lease directory and state file are; shared by every command.
@@ -224,8 +264,8 @@ pub struct ForgetArgs {
     #[arg(long, conflicts_with = "wrapper_ids")]
     pub all: bool,
 
-    /// Wrapper ids (rchw-<uuid>) or journal file names (rchw-<uuid>.json)
-    /// whose entries to remove
+    /// Wrapper ids (rchw-<uuid>), journal file names (rchw-<uuid>.json) or
+    /// journal paths inside the lease directory, whose entries to remove
     #[arg(value_name = "WRAPPER_ID", required_unless_present = "all")]
     pub wrapper_ids: Vec<String>,
 }
@@ -336,6 +376,8 @@ mod tests {
             &["rch-sweep", "--quiet", "completions", "bash"],
             &["rch-sweep", "completions", "powershell"],
             &["rch-sweep", "completions"],
+            &["rch-sweep", "doctor", "--as", "anacron"],
+            &["rch-sweep", "--as", "cron"],
         ] {
             assert!(Cli::try_parse_from(argv).is_err(), "{argv:?}");
         }

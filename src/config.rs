@@ -117,8 +117,9 @@ impl std::fmt::Display for RchNotFound {
 /// failing with "Permission denied"). An explicit value (`--rch` /
 /// `RCH_SWEEP_RCH`) with a `/` is a path; a bare name is looked up on
 /// `PATH`. Without one, `rch` is looked up on `PATH`, then where rch's
-/// installers put it (`$HOME/.local/bin`, `$HOME/.cargo/bin`), since a
-/// timer's `PATH` rarely holds either. The error lists every place tried.
+/// installers and admins put it (`$HOME/.local/bin`, `$HOME/.cargo/bin`,
+/// `/usr/local/bin`), since a timer's or cron's `PATH` rarely holds them.
+/// The error lists every place tried.
 pub fn resolve_rch(
     explicit: Option<&Path>,
     path_var: Option<&OsStr>,
@@ -154,7 +155,7 @@ pub fn resolve_rch(
             "`{}` was not found as a program this user may run (looked in: {})",
             name.display(),
             if places.is_empty() {
-                "nowhere: PATH is empty and HOME unset".to_owned()
+                "nowhere: PATH holds no absolute folder".to_owned()
             } else {
                 places.join(", ")
             }
@@ -164,8 +165,13 @@ pub fn resolve_rch(
     })
 }
 
-/// Every place a bare `name` is looked for, in order: each `PATH` entry,
-/// then (when no name was given) the installers' folders under `home`.
+/// Where an admin installs `rch` by hand: the last fallback, for every user.
+pub const LOCAL_RCH: &str = "/usr/local/bin/rch";
+
+/// Every place a bare `name` is looked for, in order: each absolute `PATH`
+/// entry (an empty or relative one would make the sweep's working
+/// directory a place to find `rch` in), then (when no name was given) the
+/// installers' folders under `home` and [`LOCAL_RCH`].
 pub fn rch_candidates(
     name: &Path,
     with_fallbacks: bool,
@@ -173,15 +179,25 @@ pub fn rch_candidates(
     home: Option<&OsStr>,
 ) -> Vec<PathBuf> {
     let mut tried: Vec<PathBuf> = std::env::split_paths(path_var.unwrap_or_default())
-        .filter(|dir| !dir.as_os_str().is_empty())
+        .filter(|dir| dir.is_absolute())
         .map(|dir| dir.join(name))
         .collect();
-    if with_fallbacks && let Some(home) = home.filter(|home| !home.is_empty()) {
-        let home = Path::new(home);
-        tried.push(home.join(".local/bin/rch"));
-        tried.push(home.join(".cargo/bin/rch"));
+    if with_fallbacks {
+        tried.extend(rch_fallbacks(home));
     }
     tried
+}
+
+/// The places `rch` is looked for after `PATH`, in order.
+pub fn rch_fallbacks(home: Option<&OsStr>) -> Vec<PathBuf> {
+    let mut places = Vec::with_capacity(3);
+    if let Some(home) = home.filter(|home| !home.is_empty()) {
+        let home = Path::new(home);
+        places.push(home.join(".local/bin/rch"));
+        places.push(home.join(".cargo/bin/rch"));
+    }
+    places.push(PathBuf::from(LOCAL_RCH));
+    places
 }
 
 fn resolve_path(value: &Path) -> Result<PathBuf, RchNotFound> {
@@ -430,6 +446,34 @@ mod tests {
             )
             .is_err()
         );
+    }
+
+    #[test]
+    fn empty_and_relative_path_entries_are_skipped_and_usr_local_bin_comes_last() {
+        let tried = rch_candidates(
+            Path::new("rch"),
+            true,
+            Some(OsStr::new(":bin:/opt/rch/bin::./tools:/usr/bin")),
+            Some(OsStr::new("/h")),
+        );
+        assert_eq!(
+            tried,
+            [
+                "/opt/rch/bin/rch",
+                "/usr/bin/rch",
+                "/h/.local/bin/rch",
+                "/h/.cargo/bin/rch",
+                "/usr/local/bin/rch"
+            ]
+            .map(PathBuf::from)
+        );
+        // Without HOME the admin's folder is still tried; an explicit bare
+        // name is looked up on PATH only.
+        assert_eq!(
+            rch_candidates(Path::new("rch"), true, None, None),
+            [PathBuf::from(LOCAL_RCH)]
+        );
+        assert!(rch_candidates(Path::new("rch"), false, Some(OsStr::new("bin:")), None).is_empty());
     }
 
     #[test]

@@ -22,7 +22,7 @@ fn main() {
         Some(Command::Run(args)) => (args.quiet, args.json),
         Some(Command::Status(args)) => (false, args.json),
         Some(Command::Explain(args)) => (false, args.json),
-        Some(Command::Doctor(args)) => (false, args.json),
+        Some(Command::Doctor(args)) => (false, args.run.json),
         Some(Command::Forget(_) | Command::Completions(_)) => (false, false),
     };
     log::init(quiet);

@@ -29,6 +29,8 @@ pub enum Check {
     Rch,
     Metrics,
     Journals,
+    Host,
+    Environment,
 }
 
 impl Check {
@@ -40,6 +42,8 @@ impl Check {
             Check::Rch => "rch",
             Check::Metrics => "metrics",
             Check::Journals => "journals",
+            Check::Host => "host",
+            Check::Environment => "environment",
         }
     }
 }
@@ -223,7 +227,7 @@ pub fn lease_dir(identity: &Identity, intent: Intent) -> Finding {
                 if identity.explicit {
                     "check --lease-dir / RCH_SWEEP_LEASE_DIR for a typo; rch creates the folder on its first build"
                 } else {
-                    "nothing to do: rch creates the folder on its first build"
+                    "nothing to do if rch has not built here yet (it creates the folder on its first build); if it keeps its leases elsewhere (RCH_STATE_HOME or XDG_STATE_HOME set in a login shell), name that folder with --lease-dir or set the variable where the sweep runs"
                 },
             );
         }

@@ -130,6 +130,60 @@ fn bash_completes_subcommands_shells_and_flags() {
     assert_eq!(bash_completes(&["rch-sweep", "status", "--js"]), ["--json"]);
 }
 
+/// What fish offers for a command line, as `complete -C` shows it (one
+/// candidate a line, a tab before its description): the script sourced
+/// into a fish with an empty home, run in an empty folder so no file name
+/// can be offered. None when fish is not installed.
+fn fish_completes(line: &str) -> Option<Vec<String>> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("rch-sweep.fish");
+    fs::write(&file, script("fish")).expect("write");
+    let empty = dir.path().join("empty");
+    fs::create_dir(&empty).expect("mkdir");
+    let output = match Command::new("fish")
+        .args(["--no-config", "-c", "source $argv[1]; complete -C$argv[2]"])
+        .arg(&file)
+        .arg(line)
+        .current_dir(&empty)
+        .env("HOME", &empty)
+        .output()
+    {
+        Ok(output) => output,
+        Err(error) if error.kind() == ErrorKind::NotFound => return None,
+        Err(error) => panic!("cannot run fish: {error}"),
+    };
+    assert!(output.status.success(), "{line}: {}", stderr(&output));
+    Some(
+        stdout(&output)
+            .lines()
+            .map(|line| line.split('\t').next().unwrap_or_default().to_owned())
+            .collect(),
+    )
+}
+
+#[test]
+fn fish_completes_the_shells_of_completions_and_the_routes_of_doctor() {
+    let Some(mut shells) = fish_completes("rch-sweep completions ") else {
+        eprintln!("skipped: fish is not installed (CI installs it)");
+        return;
+    };
+    // fish sorts what it offers.
+    shells.sort();
+    assert_eq!(shells, ["bash", "fish", "zsh"]);
+    assert_eq!(
+        fish_completes("rch-sweep completions f").expect("fish"),
+        ["fish"]
+    );
+    // Once a shell is given, nothing more is offered.
+    assert_eq!(
+        fish_completes("rch-sweep completions bash ").expect("fish"),
+        Vec::<String>::new()
+    );
+    let mut routes = fish_completes("rch-sweep doctor --as ").expect("fish");
+    routes.sort();
+    assert_eq!(routes, ["cron", "system-timer", "user-timer"]);
+}
+
 #[test]
 fn an_unknown_or_missing_shell_is_a_usage_error() {
     for args in [

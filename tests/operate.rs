@@ -46,6 +46,7 @@ fn all_help() -> Vec<String> {
         &["forget", "--help"],
         &["completions", "--help"],
         &["explain", "--help"],
+        &["doctor", "--help"],
     ]
     .iter()
     .map(|args| help(args))
@@ -673,9 +674,12 @@ fn the_services_are_oneshot_bounded_and_hardened_without_hiding_what_recovery_ne
             .split_whitespace()
             .map(str::to_owned)
             .collect();
+        // AF_NETLINK: OpenSSH's `Match localnetwork` and interface binding.
         assert_eq!(
             families,
-            ["AF_UNIX", "AF_INET", "AF_INET6"].map(str::to_owned).into(),
+            ["AF_UNIX", "AF_INET", "AF_INET6", "AF_NETLINK"]
+                .map(str::to_owned)
+                .into(),
             "{path}"
         );
         let why = comments(path);
@@ -829,6 +833,96 @@ fn verify(user: bool, units: &[&str], extra: &str) -> Option<Result<(), String>>
     } else {
         Err(format!("{}\n{text}", output.status))
     })
+}
+
+/// The drop-in a service's comments give for ssh's host-based
+/// authentication: the `#   ` lines after `#   [Service]`, uncommented.
+fn keysign_drop_in(path: &str) -> String {
+    let text = read(path);
+    let mut lines = text
+        .lines()
+        .skip_while(|line| *line != "#   [Service]")
+        .skip(1)
+        .map_while(|line| line.strip_prefix("#   "));
+    let mut drop_in = String::new();
+    for line in &mut lines {
+        drop_in.push_str(line);
+        drop_in.push('\n');
+    }
+    drop_in
+}
+
+/// `NoNewPrivileges=` keeps the setuid ssh-keysign from working, so
+/// host-based authentication fails under the units; each says so and gives
+/// the drop-in that lifts it, which systemd accepts. In a user manager each
+/// seccomp option implies it too, so that drop-in resets every one the unit
+/// sets.
+#[test]
+fn the_units_give_a_drop_in_that_lets_ssh_keysign_work() {
+    for (user, service, timer) in [
+        (false, SYSTEM_SERVICE, SYSTEM_TIMER),
+        (true, USER_SERVICE, USER_TIMER),
+    ] {
+        let why = comments(service);
+        assert!(
+            why.contains("ssh-keysign") && why.contains("HostbasedAuthentication"),
+            "{service}: say why NoNewPrivileges= stops host-based authentication"
+        );
+        let drop_in = keysign_drop_in(service);
+        let lines: Vec<&str> = drop_in.lines().collect();
+        assert!(
+            lines.contains(&"NoNewPrivileges=no"),
+            "{service}: {drop_in}"
+        );
+        if user {
+            let settings = unit_settings(service);
+            for key in [
+                "LockPersonality",
+                "RestrictRealtime",
+                "RestrictSUIDSGID",
+                "SystemCallArchitectures",
+                "RestrictAddressFamilies",
+                "SystemCallFilter",
+                "MemoryDenyWriteExecute",
+                "RestrictNamespaces",
+            ] {
+                if settings.contains_key(&("Service".to_owned(), key.to_owned())) {
+                    assert!(
+                        lines.contains(&format!("{key}=").as_str())
+                            || lines.contains(&format!("{key}=no").as_str()),
+                        "{service}: the drop-in must reset {key}=, which implies NoNewPrivileges= in a user manager"
+                    );
+                }
+            }
+        }
+        // Appended to the unit (its last section is [Service]), as a
+        // drop-in applies after it.
+        let Some(result) = verify(user, &[service, timer], &drop_in) else {
+            eprintln!(
+                "skipped: systemd-analyze is not installed (CI installs the systemd package)"
+            );
+            return;
+        };
+        if let Err(complaints) = result {
+            panic!("{service} with its drop-in: {complaints}");
+        }
+    }
+}
+
+/// cron sets no `USER`, so a metrics path with `$USER` in a crontab line
+/// names `rch-sweep-.prom` for every user; the docs use `$LOGNAME`.
+#[test]
+fn metrics_paths_in_the_docs_name_the_user_by_logname() {
+    for path in [README, MAN, SYSTEMD_README] {
+        let text = read(path);
+        for line in text.lines().filter(|line| line.contains(".prom")) {
+            assert!(
+                !line.contains("$USER") && !line.contains("${USER}"),
+                "{path}: {line}"
+            );
+        }
+    }
+    assert!(read(README).contains("rch-sweep-$LOGNAME.prom"));
 }
 
 #[test]

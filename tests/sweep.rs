@@ -846,6 +846,52 @@ fn forget_takes_ids_and_file_names_and_refuses_anything_else_whole() {
     assert!(leases.get(&b.id).is_some(), "{leases}");
 }
 
+/// `forget` takes a journal's path as `explain` does: inside the lease
+/// directory, absolute or relative to the working directory; a path
+/// anywhere else forgets nothing (2).
+#[test]
+fn forget_takes_journal_paths_inside_the_lease_directory() {
+    let world = World::new();
+    let a = Journal::stale("a", 3 * HOUR_MS);
+    let b = Journal::stale("b", 2 * HOUR_MS);
+    world.add(&a);
+    world.add(&b);
+    let rch = world.fake_rch("rch", "exit 1");
+    world.run(&["--rch", rch.to_str().expect("utf8")]);
+    assert_eq!(
+        world.state()["leases"].as_object().map(|l| l.len()),
+        Some(2)
+    );
+    let forget = |args: &[&str]| {
+        world
+            .sub(&[&["forget"], args].concat())
+            .current_dir(world.dir.path())
+            .output()
+            .expect("run")
+    };
+    let before = std::fs::read(world.state_file()).expect("state");
+    let elsewhere = world.path(&a.file_name());
+    std::fs::write(&elsewhere, a.text()).expect("copy outside");
+    let outside = elsewhere.to_str().expect("utf8");
+    let output = forget(&[&b.id, outside]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("is not a journal inside the lease directory")
+            && stderr(&output).contains("nothing was forgotten"),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(std::fs::read(world.state_file()).expect("state"), before);
+
+    let absolute = world.leases().join(a.file_name());
+    let output = forget(&[absolute.to_str().expect("utf8")]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let relative = format!("job-leases/{}", b.file_name());
+    let output = forget(&[&relative]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(world.state()["leases"], json!({}));
+}
+
 #[test]
 fn a_stderr_flood_keeps_only_the_last_words() {
     let world = World::new();

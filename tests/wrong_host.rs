@@ -695,10 +695,14 @@ fn two_sweeps_of_one_directory_never_run_at_once() {
         .args(["--json", "--rch", utf8(&rch)])
         .output()
         .expect("second sweep");
+    // The holder is named by the PID /proc/locks shows for the directory.
     assert_error_document(
         &output,
         75,
-        "another rch-sweep is sweeping the lease directory",
+        &format!(
+            "another rch-sweep (pid {}) is sweeping the lease directory",
+            first.id()
+        ),
     );
     assert!(
         stderr(&output).contains(&format!(

@@ -40,7 +40,28 @@ pub fn script(shell: CompletionShell) -> Vec<u8> {
     if shell == Shell::Bash {
         buffer = bash_hyphen_fix(&buffer).into_bytes();
     }
+    if shell == Shell::Fish {
+        buffer.extend_from_slice(fish_shells().as_bytes());
+    }
     buffer
+}
+
+/// clap_complete's fish script completes no positional argument, so
+/// `rch-sweep completions <TAB>` offered file names. This line offers the
+/// shells instead (their names from the clap definition), until one is
+/// given.
+fn fish_shells() -> String {
+    use clap::ValueEnum;
+    let names: Vec<String> = CompletionShell::value_variants()
+        .iter()
+        .filter_map(|shell| shell.to_possible_value())
+        .map(|value| value.get_name().to_owned())
+        .collect();
+    let names = names.join(" ");
+    let function = format!("__fish_{}_using_subcommand", BIN.replace('-', "_"));
+    format!(
+        "complete -c {BIN} -n \"{function} completions; and not __fish_seen_subcommand_from {names}\" -f -a \"{names}\"\n"
+    )
 }
 
 /// clap_complete (4.6.12, the newest) spells the bash state of a subcommand
@@ -72,6 +93,21 @@ mod tests {
                 assert!(text.contains(word), "{shell:?} lacks {word}");
             }
         }
+    }
+
+    #[test]
+    fn the_fish_script_offers_the_shells_through_its_own_function() {
+        let text = String::from_utf8(script(CompletionShell::Fish)).expect("utf8");
+        assert!(
+            text.contains("function __fish_rch_sweep_using_subcommand"),
+            "clap_complete renamed its helper: {text}"
+        );
+        assert!(
+            text.ends_with(
+                "complete -c rch-sweep -n \"__fish_rch_sweep_using_subcommand completions; and not __fish_seen_subcommand_from bash zsh fish\" -f -a \"bash zsh fish\"\n"
+            ),
+            "{text}"
+        );
     }
 
     #[test]

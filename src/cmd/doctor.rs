@@ -6,38 +6,43 @@
 //! the same [`preflight`] checks a run stops at: what a run refuses, this
 //! reports as `fail`. It adds what only a person needs to see (who holds a
 //! lock, what `rch --version` says, what a timer's `PATH` would find, what
-//! the journals look like) and changes nothing: no file is written,
-//! renamed or created, no lock taken, no program started but
-//! `<rch> --version`.
+//! the journals look like, what the host and the environment hold that a
+//! timer's run would not) and changes nothing: no file is written, renamed
+//! or created, no lock taken, no program started but `<rch> --version`.
+//!
+//! `--as ROUTE` answers for the run cron or a unit starts rather than for
+//! this shell: it re-executes this very binary in the environment that
+//! route gives a run ([`route::environment`]) and prints its report under
+//! the route's name.
 
 use super::Target;
 use crate::backoff::{Backoff, now_unix_ms};
 use crate::child::{self, Capture, ChildSpec, Ending};
-use crate::cli::RunArgs;
+use crate::cli::{DoctorArgs, Route, RunArgs};
 use crate::config;
-use crate::exit::ExitCode;
+use crate::exit::{ExitCode, Fatal};
 use crate::lease_dir::Found;
 use crate::owner::ProcFs;
 use crate::plan::{self, Slot};
 use crate::preflight::{self, Check, Finding, Intent, Status};
 use crate::scan::{self, ScanOptions};
 use crate::verdict::SkipReason;
-use crate::{log, state};
+use crate::{account, host, log, route, state};
 use anyhow::Result;
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
 use std::fmt::Write as _;
 use std::io::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
-
-/// The `PATH` a timer or cron runs with (before rch-sweep's own fallbacks):
-/// what an operator's interactive `PATH` often hides.
-pub const TIMER_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
 /// How long `rch --version` may take.
 const VERSION_DEADLINE: Duration = Duration::from_secs(10);
 
-pub fn run(args: RunArgs) -> Result<ExitCode> {
+pub fn run(args: DoctorArgs) -> Result<ExitCode> {
+    if let Some(route) = args.route {
+        return as_route(route, &args.run);
+    }
+    let args = args.run;
     super::run::check_args(&args)?;
     super::run::refuse_tilde(&args)?;
     let target = Target::resolve(&args.paths);
@@ -51,6 +56,8 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         findings.push(preflight::metrics(path));
     }
     findings.push(journals(&target, &args));
+    findings.push(host_check(&target));
+    findings.push(environment(&args));
     let code = if findings.iter().any(|f| f.status == Status::Fail) {
         ExitCode::Failed
     } else {
@@ -106,7 +113,7 @@ fn state(target: &Target) -> Finding {
 }
 
 /// `rch` as a run finds it; then what it says of itself, and whether a
-/// timer's `PATH` finds the same one.
+/// timer's and cron's `PATH` find the same one.
 fn rch(args: &RunArgs) -> Finding {
     let path_var = std::env::var_os("PATH");
     let home = std::env::var_os("HOME");
@@ -118,8 +125,19 @@ fn rch(args: &RunArgs) -> Finding {
     let mut warnings = Vec::new();
     let mut fixes = Vec::new();
     let version = match version(&found) {
-        Ok(line) => line,
-        Err(why) => {
+        Version::Said(line) => line,
+        Version::Broken(why) => {
+            return Finding::fail(
+                Check::Rch,
+                ExitCode::Config,
+                format!(
+                    "{}: `--version` {why}; a run would exit 78 at its first recovery",
+                    found.display()
+                ),
+                "repair or reinstall rch (a shim or wrapper exits 127 when the program it runs is missing, 126 when it may not run it), or point --rch / RCH_SWEEP_RCH at an rch that runs",
+            );
+        }
+        Version::Failed(why) => {
             warnings.push(format!("`{} --version` {why}", found.display()));
             fixes.push("check that this rch runs for this user (rch --version)".to_owned());
             String::new()
@@ -128,17 +146,29 @@ fn rch(args: &RunArgs) -> Finding {
     // A path with a slash is the same for any PATH.
     let by_path = explicit.is_none_or(|rch| rch.components().count() == 1 && !rch.is_absolute());
     if by_path {
-        let timer = config::resolve_rch(explicit, Some(OsStr::new(TIMER_PATH)), home.as_deref());
-        if !timer.as_ref().is_ok_and(|other| same_file(other, &found)) {
-            let other = match &timer {
+        let fallbacks = if explicit.is_none() {
+            "then ~/.local/bin, ~/.cargo/bin, /usr/local/bin"
+        } else {
+            "no fallbacks for a name given"
+        };
+        for (whose, path) in [
+            ("a timer's PATH", route::timer_path()),
+            ("cron's PATH", route::CRON_PATH),
+        ] {
+            let other = config::resolve_rch(explicit, Some(OsStr::new(path)), home.as_deref());
+            if other.as_ref().is_ok_and(|other| same_file(other, &found)) {
+                continue;
+            }
+            let other = match &other {
                 Ok(other) => other.display().to_string(),
                 Err(_) => "no rch".to_owned(),
             };
-            warnings.push(format!(
-                "a timer's PATH ({TIMER_PATH}, then ~/.local/bin, ~/.cargo/bin) would find {other}"
-            ));
+            warnings.push(format!("{whose} ({path}, {fallbacks}) would find {other}"));
+        }
+        if warnings.iter().any(|w| w.contains("PATH (")) {
             fixes.push(format!(
-                "name it for the timer: --rch {} (or Environment=RCH_SWEEP_RCH={} in the unit)",
+                "name it for the timer and cron: --rch {} (or Environment=RCH_SWEEP_RCH={} in the unit, RCH_SWEEP_RCH={} on the crontab line)",
+                found.display(),
                 found.display(),
                 found.display()
             ));
@@ -170,34 +200,66 @@ fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
-/// The first line `rch --version` prints, or why there is none: it did not
-/// exit 0 within [`VERSION_DEADLINE`] (its process group is killed past
-/// it) or could not be started.
-fn version(rch: &Path) -> Result<String, String> {
+/// What `rch --version` told.
+enum Version {
+    /// Exited 0: its first line.
+    Said(String),
+    /// Could not be started, or exited 126 or 127: a run's every recovery
+    /// would be the same configuration error (78).
+    Broken(String),
+    /// Exited otherwise non-zero, or did not answer in time.
+    Failed(String),
+}
+
+/// The first line `rch --version` prints, or why there is none: it could
+/// not be started or exited 126/127 (quoting the last line of its stderr),
+/// or did not exit 0 within [`VERSION_DEADLINE`] (its process group is
+/// killed past it).
+fn version(rch: &Path) -> Version {
     let args = ["--version".into()];
     let spec = ChildSpec {
         program: rch,
         args: &args,
         env: &[],
     };
-    let report = child::run_capturing(&spec, Capture::Stdout, VERSION_DEADLINE, &|| false)
-        .map_err(|error| format!("could not be started: {}", error.source))?;
+    let report =
+        match child::run_capturing(&spec, Capture::StdoutAndStderr, VERSION_DEADLINE, &|| false) {
+            Ok(report) => report,
+            Err(error) => {
+                return Version::Broken(format!("could not be started: {}", error.source));
+            }
+        };
+    let said = last_line(&report.stderr_tail)
+        .map(|line| format!(", saying: {line}"))
+        .unwrap_or_default();
     match report.ending {
         Ending::Exited(status) if status.success() => {}
-        Ending::Exited(status) => return Err(format!("failed: {status}")),
+        Ending::Exited(status) if matches!(status.code(), Some(126 | 127)) => {
+            return Version::Broken(format!("failed: {status}{said}"));
+        }
+        Ending::Exited(status) => return Version::Failed(format!("failed: {status}{said}")),
         Ending::TimedOut => {
-            return Err(format!(
+            return Version::Failed(format!(
                 "did not answer within {}s (killed)",
                 VERSION_DEADLINE.as_secs()
             ));
         }
-        Ending::Interrupted => return Err("was interrupted".to_owned()),
+        Ending::Interrupted => return Version::Failed("was interrupted".to_owned()),
     }
     let text = String::from_utf8_lossy(&report.tail);
     let line = text.lines().map(str::trim).find(|line| !line.is_empty());
-    Ok(line
-        .map(|line| log::printable(line).chars().take(200).collect())
-        .unwrap_or_else(|| "printed nothing".to_owned()))
+    Version::Said(
+        line.map(|line| log::printable(line).chars().take(200).collect())
+            .unwrap_or_else(|| "printed nothing".to_owned()),
+    )
+}
+
+/// The last non-empty line of a stderr tail, printable and at most 200
+/// characters.
+fn last_line(tail: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(tail);
+    let line = text.lines().map(str::trim).rfind(|line| !line.is_empty())?;
+    Some(log::printable(line).chars().take(200).collect())
 }
 
 /// The counts a dry run would give, and what in them asks for a look.
@@ -289,7 +351,10 @@ fn journals(target: &Target, args: &RunArgs) -> Finding {
             if scan.heartbeats_ahead == 1 { " lies" } else { "s lie" },
             scan::CLOCK_AHEAD_MS / 1000
         ));
-        fixes.push("check time sync (timedatectl status, chronyc tracking)".to_owned());
+        fixes.push(
+            "check time sync (timedatectl status, chronyc tracking); such a lease waits until its heartbeat's time has passed, or recover it by hand: rch jobs recover <id>"
+                .to_owned(),
+        );
     }
     if warnings.is_empty() {
         Finding::ok(check, counts)
@@ -299,6 +364,235 @@ fn journals(target: &Target, args: &RunArgs) -> Finding {
             format!("{counts}; {}", warnings.join("; ")),
             fixes.join("; "),
         )
+    }
+}
+
+/// The host a run meets: its PID namespace, and room where the state is
+/// saved.
+fn host_check(target: &Target) -> Finding {
+    let facts = host::look(&target.state_file);
+    let concerns = host::concerns(&facts);
+    if concerns.is_empty() {
+        return Finding::ok(Check::Host, host::summary(&facts));
+    }
+    let (findings, fixes): (Vec<String>, Vec<String>) = concerns
+        .into_iter()
+        .map(|concern| (concern.finding, concern.fix))
+        .unzip();
+    Finding::warn(Check::Host, findings.join("; "), fixes.join("; "))
+}
+
+/// Which decisions of this run rest on a variable a timer or cron line
+/// lacks ([`route::rests_on`]), and how to carry each over.
+fn environment(args: &RunArgs) -> Finding {
+    let env = config::process_env;
+    let explicit = args.rch.as_deref();
+    let name = explicit.unwrap_or(Path::new("rch"));
+    let bare = name.components().count() == 1 && !name.is_absolute();
+    let rch_path_entry = if bare {
+        let path_var = env("PATH").unwrap_or_default();
+        std::env::split_paths(&path_var)
+            .filter(|dir| dir.is_absolute())
+            .find(|dir| config::is_executable(&dir.join(name)))
+    } else {
+        None
+    };
+    let runtime_socket = env("XDG_RUNTIME_DIR").is_some_and(|dir| {
+        use std::os::unix::fs::FileTypeExt;
+        std::fs::symlink_metadata(PathBuf::from(dir).join("rch.sock"))
+            .is_ok_and(|meta| meta.file_type().is_socket())
+    });
+    let facts = route::Facts {
+        env: &env,
+        given: given_on_command_line(),
+        uid: account::euid(),
+        rch_path_entry,
+        runtime_socket,
+    };
+    let rests = route::rests_on(&facts);
+    if rests.is_empty() {
+        return Finding::ok(
+            Check::Environment,
+            "no decision rests on a variable a timer or cron line lacks",
+        );
+    }
+    let findings: Vec<&str> = rests.iter().map(|rest| rest.finding.as_str()).collect();
+    let settings: Vec<&str> = rests.iter().map(|rest| rest.setting.as_str()).collect();
+    Finding::warn(
+        Check::Environment,
+        format!(
+            "decisions rest on variables a timer or cron line lacks: {}",
+            findings.join("; ")
+        ),
+        format!(
+            "carry them over: {} on the crontab line (above it, or before the command), or Environment= lines in a drop-in (systemctl --user edit rch-sweep.service, or systemctl edit rch-sweep@USER.service); then check with `rch-sweep doctor --as cron` or `--as user-timer`",
+            settings.join(" ")
+        ),
+    )
+}
+
+/// Which of the options a route keeps were given on the command line
+/// rather than by their variables (clap merges the two; its matches know).
+fn given_on_command_line() -> route::Given {
+    use clap::CommandFactory;
+    use clap::parser::ValueSource;
+    let Ok(matches) = crate::cli::Cli::command().try_get_matches_from(std::env::args_os()) else {
+        return route::Given::default();
+    };
+    let Some(doctor) = matches.subcommand_matches("doctor") else {
+        return route::Given::default();
+    };
+    let given = |id: &str| doctor.value_source(id) == Some(ValueSource::CommandLine);
+    route::Given {
+        lease_dir: given("lease_dir"),
+        state_file: given("state_file"),
+        rch: given("rch"),
+        socket: given("socket"),
+        metrics_file: given("metrics_file"),
+    }
+}
+
+/// `doctor --as ROUTE`: this binary again (`/proc/self/exe`, so the very
+/// one running, even if the file was replaced since), with the command
+/// line minus `--as`, in the route's environment and working directory
+/// and nothing else; its report under the route's name, its exit status
+/// as ours.
+fn as_route(route: Route, args: &RunArgs) -> Result<ExitCode> {
+    use std::os::unix::process::{CommandExt, ExitStatusExt};
+    let uid = account::euid();
+    let account = account::entry(uid);
+    let given =
+        route::environment(route, uid, account.as_ref(), config::process_env).map_err(|why| {
+            Fatal::error(
+                ExitCode::Config,
+                format!("doctor --as {}: {why}", route.as_str()),
+            )
+        })?;
+    let argv: Vec<OsString> = std::env::args_os().collect();
+    let mut command = std::process::Command::new("/proc/self/exe");
+    if let Some(arg0) = argv.first() {
+        command.arg0(arg0);
+    }
+    command
+        .args(without_as(argv.get(1..).unwrap_or_default()))
+        .env_clear()
+        .envs(given.vars.iter().map(|(name, value)| (name, value)))
+        .current_dir(&given.cwd)
+        .stdin(std::process::Stdio::null());
+    // Its warnings and errors reach the terminal as they come; its report
+    // too, but for a JSON document, which gains the route first.
+    command.stderr(std::process::Stdio::inherit());
+    let mut stdout = std::io::stdout().lock();
+    if args.json {
+        command.stdout(std::process::Stdio::piped());
+    } else {
+        command.stdout(std::process::Stdio::inherit());
+        let mut header = route_header(route, &given);
+        if !given_on_command_line().lease_dir {
+            let here = args
+                .paths
+                .lease_dir
+                .clone()
+                .unwrap_or_else(|| config::default_lease_dir(config::process_env));
+            let there = config::default_lease_dir(|name: &str| {
+                given
+                    .vars
+                    .iter()
+                    .find(|(var, _)| *var == name)
+                    .map(|(_, value)| value.clone())
+            });
+            if here != there {
+                let _ = writeln!(
+                    header,
+                    "note: at this shell the lease directory is {}; {} sweeps {}",
+                    log::printable(&here.display().to_string()),
+                    route.as_str(),
+                    log::printable(&there.display().to_string())
+                );
+            }
+        }
+        let _ = stdout.write_all(header.as_bytes());
+        let _ = stdout.flush();
+    }
+    let cannot = |error: std::io::Error| {
+        Fatal::error(
+            ExitCode::Config,
+            format!(
+                "doctor --as {}: cannot run rch-sweep in {} with that environment: {error}; {} starts a run there",
+                route.as_str(),
+                given.cwd.display(),
+                route.as_str()
+            ),
+        )
+    };
+    let output = command.output().map_err(cannot)?;
+    if args.json {
+        let _ = stdout.write_all(&with_route(&output.stdout, route));
+    }
+    let status = output.status;
+    Ok(match (status.code(), status.signal()) {
+        (Some(code), _) => exit_code(code),
+        (None, Some(signal)) => ExitCode::Signal(signal),
+        (None, None) => ExitCode::Failed,
+    })
+}
+
+/// The arguments with `--as ROUTE` (or `--as=ROUTE`) taken out. Since clap
+/// accepted them, a token `--as` is the option (clap takes no value that
+/// begins with `--` for another option), followed by its value.
+fn without_as(args: &[OsString]) -> Vec<OsString> {
+    let mut kept = Vec::with_capacity(args.len());
+    let mut tokens = args.iter();
+    while let Some(token) = tokens.next() {
+        if token == "--as" {
+            tokens.next();
+        } else if !token.as_encoded_bytes().starts_with(b"--as=") {
+            kept.push(token.clone());
+        }
+    }
+    kept
+}
+
+/// The route named at the top of a text report, with what it was given.
+fn route_header(route: Route, given: &route::RouteEnv) -> String {
+    let vars: Vec<String> = given
+        .vars
+        .iter()
+        .map(|(name, value)| format!("{name}={}", value.to_string_lossy()))
+        .collect();
+    format!(
+        "as {}: {}, working directory {} (every other variable dropped)\n",
+        route.as_str(),
+        log::printable(&vars.join(" ")),
+        log::printable(&given.cwd.display().to_string())
+    )
+}
+
+/// The JSON report with `"as": "<route>"` after its `version`, where every
+/// document of ours (a report or an error) begins; anything else as it came.
+fn with_route(document: &[u8], route: Route) -> Vec<u8> {
+    const HEAD: &[u8] = b"{\"version\":1,";
+    match document.strip_prefix(HEAD) {
+        Some(rest) => {
+            let mut out = HEAD.to_vec();
+            out.extend_from_slice(format!("\"as\":\"{}\",", route.as_str()).as_bytes());
+            out.extend_from_slice(rest);
+            out
+        }
+        None => document.to_vec(),
+    }
+}
+
+/// The exit status of the re-executed doctor, as ours.
+fn exit_code(code: i32) -> ExitCode {
+    match code {
+        0 => ExitCode::Success,
+        2 => ExitCode::Usage,
+        74 => ExitCode::Io,
+        75 => ExitCode::TempFail,
+        78 => ExitCode::Config,
+        129..=191 => ExitCode::Signal(code - 128),
+        _ => ExitCode::Failed,
     }
 }
 
@@ -420,6 +714,33 @@ mod tests {
             )
         );
         assert!(human(&findings(), true).contains("\x1b[31;1mfail\x1b[0m"));
+    }
+
+    #[test]
+    fn as_is_taken_out_of_the_command_line_and_put_into_the_document() {
+        let args: Vec<OsString> = [
+            "doctor",
+            "--as",
+            "cron",
+            "--lease-dir",
+            "/l",
+            "--as=user-timer",
+            "--json",
+        ]
+        .map(OsString::from)
+        .to_vec();
+        assert_eq!(
+            without_as(&args),
+            ["doctor", "--lease-dir", "/l", "--json"].map(OsString::from)
+        );
+        assert_eq!(
+            with_route(br#"{"version":1,"checks":[],"exit_code":0}"#, Route::Cron),
+            br#"{"version":1,"as":"cron","checks":[],"exit_code":0}"#
+        );
+        assert_eq!(with_route(b"", Route::Cron), b"");
+        for code in [0, 1, 2, 74, 75, 78, 130] {
+            assert_eq!(exit_code(code).code(), code);
+        }
     }
 
     #[test]

@@ -153,7 +153,7 @@ fn open_lease_dir(lease_dir: &Identity) -> Result<Option<LeaseDir>> {
 /// explained as the link the scan sees. A path that ends in `/` or `/.`
 /// asks for a directory, which a journal is not: the operating system
 /// would answer ENOTDIR, and so does this.
-fn entry_name(arg: &Path, lease_dir: &Path) -> Result<OsString, String> {
+pub(super) fn entry_name(arg: &Path, lease_dir: &Path) -> Result<OsString, String> {
     let bytes = arg.as_os_str().as_bytes();
     if bytes.ends_with(b"/") || bytes.ends_with(b"/.") {
         return Err(format!(

@@ -10,14 +10,16 @@ use crate::preflight::Intent;
 use crate::state;
 use crate::{fsio, journal, log};
 use anyhow::Result;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
 
 pub fn run(args: ForgetArgs) -> Result<ExitCode> {
-    // Before anything else: a typo must forget nothing, not report "no
-    // backoff entry" and exit 0.
-    let wrapper_ids =
-        wrapper_ids(&args.wrapper_ids).map_err(|why| Fatal::error(ExitCode::Usage, why))?;
     super::refuse_tilde(&args.paths, &[])?;
     let target = super::Target::resolve(&args.paths);
+    // Before anything is checked or locked: a typo must forget nothing,
+    // not report "no backoff entry" and exit 0.
+    let wrapper_ids = wrapper_ids(&args.wrapper_ids, &target.lease_dir.resolved)
+        .map_err(|why| Fatal::error(ExitCode::Usage, why))?;
     // Before the lock is created beside it: the directory's owner, the
     // state path and its folder.
     target.check(Intent::Forget)?;
@@ -71,23 +73,35 @@ pub fn run(args: ForgetArgs) -> Result<ExitCode> {
     Ok(ExitCode::Success)
 }
 
-/// The wrapper ids the arguments name: each a canonical wrapper id or a
-/// journal's file name (what an operator copies from `ls`). The first
-/// argument that is neither is the error, naming it.
-fn wrapper_ids(arguments: &[String]) -> Result<Vec<String>, String> {
+/// The wrapper ids the arguments name: each a canonical wrapper id, a
+/// journal's file name (what an operator copies from `ls`) or, as for
+/// `explain`, a journal's path inside `lease_dir` (what a shell completes).
+/// The first argument that is none of these is the error, naming it.
+fn wrapper_ids(arguments: &[String], lease_dir: &Path) -> Result<Vec<String>, String> {
     arguments
         .iter()
         .map(|argument| {
             if journal::is_wrapper_id(argument) {
-                Ok(argument.clone())
-            } else if let Some(id) = journal::wrapper_id_of(argument.as_bytes()) {
-                Ok(id.to_owned())
-            } else {
-                Err(format!(
-                    "forget: {:?} is neither a wrapper id (rchw-<uuid>, lowercase) nor a journal file name (rchw-<uuid>.json); nothing was forgotten (rch-sweep status lists the ids)",
-                    log::printable(argument)
-                ))
+                return Ok(argument.clone());
             }
+            if argument.contains('/') {
+                let name = super::explain::entry_name(Path::new(argument), lease_dir)
+                    .map_err(|why| {
+                        format!(
+                            "forget: {:?}: {why}; nothing was forgotten",
+                            log::printable(argument)
+                        )
+                    })?;
+                if let Some(id) = journal::wrapper_id_of(name.as_bytes()) {
+                    return Ok(id.to_owned());
+                }
+            } else if let Some(id) = journal::wrapper_id_of(argument.as_bytes()) {
+                return Ok(id.to_owned());
+            }
+            Err(format!(
+                "forget: {:?} is neither a wrapper id (rchw-<uuid>, lowercase) nor a journal's file name (rchw-<uuid>.json) or path in the lease directory; nothing was forgotten (rch-sweep status lists the ids)",
+                log::printable(argument)
+            ))
         })
         .collect()
 }
@@ -98,10 +112,36 @@ mod tests {
 
     const ID: &str = "rchw-6f1c3b7e-2a4d-4c8e-9b1f-3e5a7d9c2b10";
 
+    const LEASES: &str = "/nonexistent/job-leases";
+
     #[test]
     fn ids_and_file_names_name_wrapper_ids() {
         let args = [ID.to_owned(), format!("{ID}.json")];
-        assert_eq!(wrapper_ids(&args), Ok(vec![ID.to_owned(), ID.to_owned()]));
+        assert_eq!(
+            wrapper_ids(&args, Path::new(LEASES)),
+            Ok(vec![ID.to_owned(), ID.to_owned()])
+        );
+    }
+
+    #[test]
+    fn a_journal_path_counts_only_inside_the_lease_directory() {
+        let world = tempfile::tempdir().expect("tempdir");
+        let leases = world.path().join("job-leases");
+        std::fs::create_dir(&leases).expect("mkdir");
+        let inside = leases.join(format!("{ID}.json")).display().to_string();
+        assert_eq!(wrapper_ids(&[inside], &leases), Ok(vec![ID.to_owned()]));
+        let outside = world
+            .path()
+            .join(format!("{ID}.json"))
+            .display()
+            .to_string();
+        let why = wrapper_ids(&[outside], &leases).expect_err("outside");
+        assert!(
+            why.contains("is not a journal inside the lease directory"),
+            "{why}"
+        );
+        let odd = leases.join("notes.json").display().to_string();
+        assert!(wrapper_ids(&[odd], &leases).is_err());
     }
 
     #[test]
@@ -113,11 +153,10 @@ mod tests {
             "6f1c3b7e-2a4d-4c8e-9b1f-3e5a7d9c2b10",
             "rchw-6f1c3b7e-2a4d-4c8e-9b1f-3e5a7d9c2b10.jsonx",
             "rchw-6f1c3b7e2a4d4c8e9b1f3e5a7d9c2b10",
-            "leases/rchw-6f1c3b7e-2a4d-4c8e-9b1f-3e5a7d9c2b10.json",
             "",
         ] {
             let args = [ID.to_owned(), bad.to_owned()];
-            let why = wrapper_ids(&args).expect_err(bad);
+            let why = wrapper_ids(&args, Path::new(LEASES)).expect_err(bad);
             assert!(why.contains(&format!("{bad:?}")), "{why}");
         }
     }

@@ -191,7 +191,10 @@ fn acquire_locks(run: &Run, dir: &LeaseDir) -> Result<lock::Lock> {
         lease_dir::LockError::Busy => Fatal::error(
             ExitCode::TempFail,
             format!(
-                "another rch-sweep is sweeping the lease directory {shown} (perhaps through another path or with another state file); try again when it is done"
+                "another rch-sweep{} is sweeping the lease directory {shown} (perhaps through another path or with another state file); try again when it is done",
+                lease_dir_holder(&run.target.lease_dir.resolved)
+                    .map(|pid| format!(" (pid {pid})"))
+                    .unwrap_or_default()
             ),
         ),
         lease_dir::LockError::Io(error) => Fatal::error(
@@ -210,6 +213,18 @@ fn acquire_locks(run: &Run, dir: &LeaseDir) -> Result<lock::Lock> {
         )
     })?;
     lock::acquire_for(&run.target.state_file)
+}
+
+/// Who holds the lease directory's lock, as `/proc/locks` shows it (no file
+/// in rch's directory holds a PID to read): None when it cannot tell.
+fn lease_dir_holder(resolved: &std::path::Path) -> Option<u32> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(resolved).ok()?;
+    let own = std::process::id();
+    lock::holders(meta.dev(), meta.ino())
+        .ok()?
+        .into_iter()
+        .find(|pid| *pid != own)
 }
 
 /// What a real run holds once its preflight passed, until it ends: the
