@@ -584,3 +584,291 @@ fn a_group_is_never_killed_once_its_leader_was_reaped() {
         "the unrelated process {unrelated} (the client was {rch_pid}) was killed: state {state}"
     );
 }
+
+// ------------------------------------------------------------------ 5. report
+
+/// The value of the sample `name` (with the lease-directory label of
+/// `lease_dir` and, when given, `extra`) in a metrics file.
+fn sample(prom: &Path, lease_dir: &Path, name: &str, extra: &str) -> f64 {
+    let text = fs::read_to_string(prom).expect("metrics file");
+    let separator = if extra.is_empty() { "" } else { "," };
+    let prefix = format!(
+        "{name}{{lease_dir=\"{}\"{separator}{extra}}} ",
+        lease_dir.display()
+    );
+    text.lines()
+        .find_map(|line| line.strip_prefix(&prefix))
+        .unwrap_or_else(|| panic!("no {prefix} in\n{text}"))
+        .parse()
+        .expect("a number")
+}
+
+/// A metrics folder in the world and the file in it.
+fn metrics_path(world: &World) -> PathBuf {
+    fs::create_dir_all(world.path("textfile")).expect("mkdir");
+    world.path("textfile/rch.prom")
+}
+
+/// The binary with `args` run by strace, which acts (`inject`) on the
+/// `when`-th rename of the main thread: the state file's replacement is
+/// the first, the metrics file's the second.
+fn sweep_under_strace(world: &World, args: &[&str], inject: &str) -> std::process::Output {
+    let inner = world.command(args);
+    let renames = "rename,renameat,renameat2";
+    wrapped(
+        &[
+            "strace",
+            "-qq",
+            "-o",
+            "/dev/null",
+            "-e",
+            &format!("trace={renames}"),
+            "-e",
+            &format!("inject={renames}:{inject}"),
+        ],
+        &inner,
+    )
+    .output()
+    .expect("run under strace")
+}
+
+#[test]
+fn a_signal_while_the_state_or_metrics_are_written_still_decides_the_exit() {
+    if !tool_or_skip("/usr/bin/strace", "strace") {
+        return;
+    }
+    // The first rename replaces the state file, the second the metrics.
+    for when in [1, 2] {
+        let world = World::new();
+        let id = world.will_complete(Journal::stale("w1", 2 * HOUR_MS));
+        state_with_entry(&world, &new_id());
+        let rch = world.completing_rch();
+        let prom = metrics_path(&world);
+        let args = ["--json", "--rch", utf8(&rch), "--metrics-file", utf8(&prom)];
+        let output = sweep_under_strace(&world, &args, &format!("signal=SIGTERM:when={when}"));
+        let text = stderr(&output);
+        assert_eq!(output.status.code(), Some(143), "rename {when}: {text}");
+        let document = one_document(&output);
+        assert_eq!(document["exit_code"], 143);
+        // The recovery happened; the run is still no success.
+        assert_eq!(rows(&document), [(id, "recovered".into(), None)]);
+        assert!(text.contains("stopped by SIGTERM"), "{text}");
+        assert_eq!(
+            world.state()["last_success_unix_ms"],
+            EARLIER_SUCCESS_MS,
+            "rename {when}"
+        );
+        let leases = world.leases();
+        assert_eq!(sample(&prom, &leases, "rch_sweep_exit_code", ""), 143.0);
+        assert_eq!(
+            sample(
+                &prom,
+                &leases,
+                "rch_sweep_last_success_timestamp_seconds",
+                ""
+            ),
+            1_700_000_000.0,
+            "rename {when}"
+        );
+    }
+}
+
+#[test]
+fn the_run_duration_is_one_measurement_taken_after_the_save() {
+    if !tool_or_skip("/usr/bin/strace", "strace") {
+        return;
+    }
+    let world = World::new();
+    world.will_complete(Journal::stale("w1", 2 * HOUR_MS));
+    let rch = world.completing_rch();
+    let prom = metrics_path(&world);
+    // The state file's rename takes a quarter of a second more.
+    let output = sweep_under_strace(
+        &world,
+        &["--json", "--rch", utf8(&rch), "--metrics-file", utf8(&prom)],
+        "delay_exit=250000:when=1",
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let document = one_document(&output);
+    let json_ms = document["duration_ms"].as_u64().expect("duration_ms") as f64;
+    let metrics_ms = sample(&prom, &world.leases(), "rch_sweep_run_duration_seconds", "") * 1000.0;
+    assert!(
+        (json_ms..json_ms + 1.0).contains(&metrics_ms),
+        "JSON {json_ms} ms, metrics {metrics_ms} ms"
+    );
+    assert!(
+        metrics_ms >= 250.0,
+        "taken before the save: {metrics_ms} ms"
+    );
+}
+
+/// A metrics file as an earlier run left it, reporting `seconds` as the
+/// last success of `lease_dir`.
+fn earlier_metrics(prom: &Path, lease_dir: &Path, seconds: u64) {
+    fs::write(
+        prom,
+        format!(
+            "# HELP rch_sweep_last_success_timestamp_seconds x\n\
+             # TYPE rch_sweep_last_success_timestamp_seconds gauge\n\
+             rch_sweep_last_success_timestamp_seconds{{lease_dir=\"{}\"}} {seconds}\n",
+            lease_dir.display()
+        ),
+    )
+    .expect("write metrics");
+}
+
+#[test]
+fn a_run_that_ends_in_74_or_78_before_its_summary_still_writes_its_metrics() {
+    // (what is wrong, exit code, the last success the metrics then report)
+    type Setup = fn(&World, &Path) -> Vec<String>;
+    let cases: [(&str, Setup, i32, u64); 5] = [
+        (
+            "no rch",
+            |_, _| vec!["--rch".into(), "/nonexistent/rch".into()],
+            78,
+            1_700_000_000,
+        ),
+        (
+            "an unknown state version",
+            |world, prom| {
+                fs::write(world.state_file(), r#"{"version": 99}"#).expect("write");
+                earlier_metrics(prom, &world.leases(), 1_700_000_500);
+                vec![]
+            },
+            78,
+            1_700_000_500,
+        ),
+        (
+            "a state path that is a folder",
+            |world, _| {
+                let folder = world.path("state/folder.json");
+                fs::create_dir_all(&folder).expect("mkdir");
+                vec!["--state-file".into(), folder.display().to_string()]
+            },
+            74,
+            0,
+        ),
+        (
+            "a lease directory that is a file",
+            |world, _| {
+                let file = world.path("elsewhere/job-leases");
+                fs::create_dir_all(file.parent().expect("parent")).expect("mkdir");
+                fs::write(&file, "").expect("write");
+                vec!["--lease-dir".into(), file.display().to_string()]
+            },
+            78,
+            1_700_000_000,
+        ),
+        (
+            "a state path inside the lease directory",
+            |world, _| {
+                let inside = world.leases().join("backoff.json");
+                vec!["--state-file".into(), inside.display().to_string()]
+            },
+            78,
+            0,
+        ),
+    ];
+    for (what, setup, code, last_success) in cases {
+        let world = World::new();
+        world.add(&Journal::stale("w1", 2 * HOUR_MS));
+        state_with_entry(&world, &new_id());
+        let rch = world.fake_rch("rch", "exit 1");
+        let prom = metrics_path(&world);
+        let mut args = vec![
+            "--json".to_owned(),
+            "--metrics-file".to_owned(),
+            utf8(&prom).to_owned(),
+        ];
+        args.extend(setup(&world, &prom));
+        if !args.iter().any(|arg| arg == "--rch") {
+            args.extend(["--rch".to_owned(), utf8(&rch).to_owned()]);
+        }
+        if !args.iter().any(|arg| arg == "--state-file") {
+            args.extend([
+                "--state-file".to_owned(),
+                utf8(&world.state_file()).to_owned(),
+            ]);
+        }
+        let leases = match args.iter().position(|arg| arg == "--lease-dir") {
+            Some(at) => PathBuf::from(&args[at + 1]),
+            None => {
+                args.extend(["--lease-dir".to_owned(), utf8(&world.leases()).to_owned()]);
+                world.leases()
+            }
+        };
+        let output = World::bare_command().args(&args).output().expect("run");
+        assert_eq!(
+            output.status.code(),
+            Some(code),
+            "{what}: {}",
+            stderr(&output)
+        );
+        assert_error_document(&output, code, "");
+        assert_eq!(
+            sample(&prom, &leases, "rch_sweep_exit_code", ""),
+            f64::from(code),
+            "{what}"
+        );
+        assert_eq!(
+            sample(
+                &prom,
+                &leases,
+                "rch_sweep_last_success_timestamp_seconds",
+                ""
+            ),
+            last_success as f64,
+            "{what}"
+        );
+        for (name, extra) in [
+            ("rch_sweep_journals_scanned", ""),
+            ("rch_sweep_candidates", ""),
+            ("rch_sweep_recoveries", "outcome=\"failed\""),
+        ] {
+            assert_eq!(sample(&prom, &leases, name, extra), 0.0, "{what}: {name}");
+        }
+    }
+}
+
+#[test]
+fn a_held_lock_writes_no_metrics() {
+    let world = World::new();
+    world.add(&Journal::stale("w1", 2 * HOUR_MS));
+    let rch = world.fake_rch("rch", "exit 1");
+    let prom = metrics_path(&world);
+    // Another sweep's lock, held by flock(1) on the very lock file.
+    fs::create_dir_all(world.state_file().parent().expect("folder")).expect("mkdir");
+    fs::set_permissions(
+        world.state_file().parent().expect("folder"),
+        fs::Permissions::from_mode(0o700),
+    )
+    .expect("chmod");
+    let lock = world.path("state/backoff.json.lock");
+    let held = hold_flock(&lock);
+    let output = world.run(&["--rch", utf8(&rch), "--metrics-file", utf8(&prom)]);
+    release(held);
+    assert_eq!(output.status.code(), Some(75), "{}", stderr(&output));
+    assert!(!prom.exists(), "a held lock wrote metrics");
+}
+
+#[test]
+fn the_last_success_reported_never_goes_backwards() {
+    let world = World::new();
+    let prom = metrics_path(&world);
+    let rch = world.fake_rch("rch", "exit 1");
+    // No lease directory yet: a success, with no state to keep it in.
+    fs::remove_dir(world.leases()).expect("rmdir");
+    let output = world.run(&["--rch", utf8(&rch), "--metrics-file", utf8(&prom)]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let leases = world.leases();
+    let name = "rch_sweep_last_success_timestamp_seconds";
+    let first = sample(&prom, &leases, name, "");
+    assert!(first > 0.0);
+    // Then rch starts leaving leases, and the first one fails.
+    fs::create_dir(&leases).expect("mkdir");
+    world.add(&Journal::stale("w1", 2 * HOUR_MS));
+    let output = world.run(&["--rch", utf8(&rch), "--metrics-file", utf8(&prom)]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert_eq!(sample(&prom, &leases, name, ""), first);
+    assert!(world.state()["last_success_unix_ms"].is_null());
+}
