@@ -169,7 +169,8 @@ const MAX_READ_BACK: u64 = 1024 * 1024;
 /// `lease_dir`; None when it reports none (0) or has no such sample.
 fn last_success_in(text: &str, lease_dir: &Path) -> Option<u64> {
     let prefix = format!(
-        "rch_sweep_last_success_timestamp_seconds{{{}}} ",
+        "{}{{{}}} ",
+        "rch_sweep_last_success_timestamp_seconds",
         lease_dir_label(lease_dir)
     );
     let seconds: f64 = text
