@@ -872,3 +872,66 @@ fn the_last_success_reported_never_goes_backwards() {
     assert_eq!(sample(&prom, &leases, name, ""), first);
     assert!(world.state()["last_success_unix_ms"].is_null());
 }
+
+// ------------------------------------------------------------------ docs
+
+fn repo_text(path: &str) -> String {
+    fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(path)).expect(path)
+}
+
+/// The rows of the markdown table "what happened | the lease | ...".
+fn charged_table(markdown: &str) -> Vec<String> {
+    markdown
+        .lines()
+        .skip_while(|line| !line.starts_with("| what happened | the lease |"))
+        .take_while(|line| line.starts_with('|'))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// (the lease, exit) of each row of the man page's table, in order.
+fn man_charged_rows(page: &str) -> Vec<(String, String)> {
+    let start = page
+        .find("what happened\tthe lease")
+        .expect("the man page's table");
+    let block = &page[start..page[start..].find(".TE").expect(".TE") + start];
+    let roman = |field: &str| {
+        field
+            .replace("\\fB", "")
+            .replace("\\fI", "")
+            .replace("\\fP", "")
+    };
+    let ends: Vec<Vec<&str>> = block
+        .lines()
+        .filter(|line| line.starts_with("T}\t"))
+        .map(|line| line.split('\t').collect())
+        .collect();
+    let leases = ends
+        .iter()
+        .filter(|fields| fields[1].starts_with("\\fB"))
+        .map(|fields| roman(fields[1]));
+    let exits = ends
+        .iter()
+        .filter_map(|fields| fields.last())
+        .filter(|last| **last != "T{")
+        .map(|last| roman(last));
+    leases.zip(exits).collect()
+}
+
+#[test]
+fn the_readme_man_page_and_systemd_readme_give_one_table_of_what_is_charged() {
+    let readme = charged_table(&repo_text("README.md"));
+    assert_eq!(readme.len(), 9, "{readme:#?}");
+    assert_eq!(readme, charged_table(&repo_text("systemd/README.md")));
+    let rows: Vec<(String, String)> = readme[2..]
+        .iter()
+        .map(|row| {
+            let cells: Vec<&str> = row.split(" | ").collect();
+            (
+                cells[1].trim_matches('`').to_owned(),
+                cells[4].trim_end_matches(" |").to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(rows, man_charged_rows(&repo_text("man/rch-sweep.1")));
+}
