@@ -172,7 +172,7 @@ fn attempt(settings: &Settings, candidate: &Candidate, stop: &dyn Fn() -> bool) 
         Ok(lease) => lease,
         Err(outcome) => return outcome,
     };
-    if let Some(pid) = recovery_lock_holder(&settings.lease_dir, id) {
+    if let Some(pid) = recovery_lock_holder(&settings.lease_dir, id, None) {
         return Outcome::NotCharged(Fault::Busy, busy(pid));
     }
     if stop() {
@@ -204,21 +204,21 @@ fn attempt(settings: &Settings, candidate: &Candidate, stop: &dyn Fn() -> bool) 
         (Ending::Interrupted, error) => {
             Outcome::Interrupted(error.unwrap_or_else(|| "interrupted".into()))
         }
-        (_, Some(error)) => failed(settings, id, error),
+        (_, Some(error)) => failed(settings, id, report.pid, error),
         (_, None) => match lease_dir.load(id) {
             Ok(after) => match judge::verify_completion(&before, &after) {
                 Ok(()) => Outcome::Recovered,
-                Err(why) => failed(settings, id, why.into()),
+                Err(why) => failed(settings, id, report.pid, why.into()),
             },
-            Err(_) => failed(settings, id, judge::NOT_ACKNOWLEDGED.into()),
+            Err(_) => failed(settings, id, report.pid, judge::NOT_ACKNOWLEDGED.into()),
         },
     }
 }
 
-/// A recovery that did not succeed, charged to its lease unless
-/// [`failure_not_its_own`] finds another cause.
-fn failed(settings: &Settings, id: &str, error: String) -> Outcome {
-    match failure_not_its_own(settings, id) {
+/// A recovery whose child (`child`, its PID) did not succeed, charged to
+/// its lease unless [`failure_not_its_own`] finds another cause.
+fn failed(settings: &Settings, id: &str, child: u32, error: String) -> Outcome {
+    match failure_not_its_own(settings, id, child) {
         Some((fault, why)) => Outcome::NotCharged(fault, why),
         None => Outcome::Failed(error),
     }
@@ -227,9 +227,11 @@ fn failed(settings: &Settings, id: &str, error: String) -> Outcome {
 /// Was this failure the lease's own? Looked at again after a child failed
 /// and before the failure is charged: when another process holds the
 /// lease's recovery lock, `rch` failed because of it (it refuses at once
-/// while the lock is held), and the lease is not to blame.
-fn failure_not_its_own(settings: &Settings, id: &str) -> Option<(Fault, String)> {
-    recovery_lock_holder(&settings.lease_dir, id).map(|pid| (Fault::Busy, busy(pid)))
+/// while the lock is held), and the lease is not to blame. A lock our own
+/// child took (`/proc/locks` names the process that took it) and left to a
+/// helper is no other process's.
+fn failure_not_its_own(settings: &Settings, id: &str, child: u32) -> Option<(Fault, String)> {
+    recovery_lock_holder(&settings.lease_dir, id, Some(child)).map(|pid| (Fault::Busy, busy(pid)))
 }
 
 /// The error of a lease someone else is recovering.
@@ -237,20 +239,20 @@ pub fn busy(pid: u32) -> String {
     format!("another process (pid {pid}) is recovering this lease")
 }
 
-/// The process other than this one that holds `<lease dir>/<id>.recovery.lock`
-/// (`rch jobs recover` takes an exclusive `flock` on it for the whole
-/// recovery: rchd's own recovery task, an operator at a terminal), found
-/// in `/proc/locks` by the file's device and inode. The file is only
-/// `stat`ed: opened, locked or created by us, it could make rch's own
-/// `try_lock` fail. None when nobody holds it, there is no such file, or
-/// it cannot be told (then `rch` itself is the judge).
-fn recovery_lock_holder(lease_dir: &Path, id: &str) -> Option<u32> {
+/// The process other than this one (and its `child`) that holds
+/// `<lease dir>/<id>.recovery.lock` (`rch jobs recover` takes an exclusive
+/// `flock` on it for the whole recovery: rchd's own recovery task, an
+/// operator at a terminal), found in `/proc/locks` by the file's device
+/// and inode. The file is only `stat`ed: opened, locked or created by us,
+/// it could make rch's own `try_lock` fail. None when nobody holds it,
+/// there is no such file, or it cannot be told (then `rch` is the judge).
+fn recovery_lock_holder(lease_dir: &Path, id: &str, child: Option<u32>) -> Option<u32> {
     let meta = std::fs::metadata(lease_dir.join(format!("{id}.recovery.lock"))).ok()?;
     let own = std::process::id();
     lock::holders(meta.dev(), meta.ino())
         .ok()?
         .into_iter()
-        .find(|pid| *pid != own)
+        .find(|pid| *pid != own && Some(*pid) != child)
 }
 
 /// A child that could not be started: the host's fault when it ran out of

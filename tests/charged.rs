@@ -494,6 +494,49 @@ fn a_failure_while_another_process_took_the_lock_is_not_charged() {
     assert_nothing_charged(&world, &id, &entry);
 }
 
+#[test]
+fn a_lock_the_failed_client_itself_took_is_no_other_process() {
+    // The client takes the lock in its own process, as rch does (so
+    // /proc/locks names the client), leaves a helper holding it, and
+    // fails: that failure is its lease's, and is charged.
+    let world = World::new();
+    let journal = Journal::stale("w1", 2 * HOUR_MS);
+    world.add(&journal);
+    let helper = world.path("helper.pid");
+    let rch = world.fake_rch(
+        "rch",
+        &format!(
+            r#"LEASES="$leases" exec perl -MFcntl=:flock -MPOSIX=setsid -e '
+open(my $lock, ">>", "$ENV{{LEASES}}/$ARGV[0].recovery.lock") or exit 3;
+flock($lock, LOCK_EX | LOCK_NB) or exit 4;
+my $pid = fork();
+if ($pid == 0) {{ setsid(); close STDERR; close STDOUT; sleep 30; exit 0; }}
+open(my $out, ">", "{helper}") or exit 5; print $out "$pid\n"; close $out;
+print STDERR "recovery failed on the worker\n"; exit 1;' "$3""#,
+            helper = helper.display()
+        ),
+    );
+    let (code, document) = world.json(&["--rch", utf8(&rch)]);
+    let helper_pid: Option<i32> = fs::read_to_string(&helper)
+        .ok()
+        .and_then(|pid| pid.trim().parse().ok());
+    if let Some(pid) = helper_pid.filter(|pid| *pid > 1) {
+        // SAFETY: signals the test's own helper by its exact pid.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    assert!(helper_pid.is_some(), "the helper never started: {document}");
+    assert_eq!(code, 1, "{document}");
+    assert_eq!(
+        rows(&document),
+        [(
+            journal.id.clone(),
+            "failed".into(),
+            Some("exit status: 1: recovery failed on the worker".into())
+        )]
+    );
+    assert_eq!(world.state()["leases"][&journal.id]["failures"], 1);
+}
+
 // ------------------------------------------------------------------ 4. group
 
 /// Runs in a new PID namespace as its init: the sweep (arguments "$@")
