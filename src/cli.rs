@@ -37,7 +37,7 @@ oldest heartbeat first. Failures back off per lease in a state file. Meant to ru
 minutes from a systemd timer or cron; `--dry-run` shows the plan without touching anything.",
     after_help = "Exit status: 0 ok, 1 a recovery failed (or --check found work due), 2 bad \
 command line, 74 I/O error, 75 temporary host fault charging no lease (another sweep holds the \
-lock, no process could be started), 78 configuration error, 128+N stopped by signal N.\nSee rch-sweep(1) for how a journal is judged.",
+lock or no process could be started), 78 configuration error, 128+N stopped by signal N.\nSee rch-sweep(1) for how a journal is judged.",
     args_conflicts_with_subcommands = true,
     disable_help_subcommand = true
 )]
