@@ -23,15 +23,13 @@ use std::fmt;
 use std::io::{self, Read};
 use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::process::CommandExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread;
 use std::time::{Duration, Instant};
-
-use wait_timeout::ChildExt;
 
 /// How much of the end of stderr is kept for the report.
 pub const TAIL_BYTES: usize = 16 * 1024;
@@ -148,6 +146,17 @@ pub fn diagnostic(tail: &[u8]) -> String {
     crate::log::printable(text[start..].trim_start()).into_owned()
 }
 
+/// The last line of stderr, printable: what a shell or `env` says when the
+/// program a wrapper execs cannot be run (`exec: rch-bin: not found`).
+pub fn last_line(tail: &[u8]) -> String {
+    diagnostic(tail)
+        .lines()
+        .map(str::trim)
+        .rfind(|line| !line.is_empty())
+        .unwrap_or_default()
+        .to_owned()
+}
+
 /// The child could not be started at all, as opposed to a child that ran and
 /// failed: the caller reports it as a configuration problem, not a recovery
 /// failure.
@@ -170,13 +179,12 @@ impl std::error::Error for SpawnError {}
 /// Resets an inherited "ignore SIGCHLD" to the default.
 ///
 /// A process started with SIGCHLD ignored (cron can do that) has its children
-/// reaped by the kernel, so `wait` fails; and wait-timeout, which installs a
-/// process-wide SIGCHLD handler that chains to the previous one, would call
-/// `SIG_IGN` as a function (wait-timeout issue #44). Call it once at program
-/// start, before any child, as logrotate does. Only an ignored disposition is
-/// replaced, so a late call cannot unhook wait-timeout's own handler. SIGCHLD
-/// is also unblocked in the calling thread (an inherited mask would keep
-/// wait-timeout from being woken; threads spawned later inherit the mask).
+/// reaped by the kernel the moment they exit: `waitid` then fails, and the
+/// child's PID (its group id) is free again before its group was dealt with.
+/// Call it once at program start, before any child, as logrotate does. Only
+/// an ignored disposition is replaced, so a late call cannot unhook a
+/// handler someone installed. SIGCHLD is also unblocked in the calling
+/// thread (threads spawned later inherit the mask).
 pub fn reset_sigchld() {
     // SAFETY: `sigaction` with a null new action only reads the current
     // disposition into `current`, a zeroed (valid) `sigaction` we own. The
@@ -485,7 +493,7 @@ pub fn run_capturing(
     let Some(pipe) = pipe.map(std::fs::File::from) else {
         // Cannot happen with Stdio::piped, but the child must not leak if it does.
         kill_group(pid);
-        reap(&mut child);
+        reap(&mut child, &ExitWatch::new(pid));
         return Err(spawn_error(io::Error::other(
             "child output was not captured",
         )));
@@ -524,7 +532,7 @@ pub fn run_capturing(
                 // start (and closed it) or runs and ends at the abandon flag;
                 // kill the child rather than leave it unwatched.
                 kill_group(pid);
-                reap(&mut child);
+                reap(&mut child, &ExitWatch::new(pid));
                 abandon.store(true, Ordering::Release);
                 return Err(spawn_error(error));
             }
@@ -537,13 +545,18 @@ pub fn run_capturing(
             armed: true,
         };
 
+        // The direct child is never reaped before its group has been dealt
+        // with: while it is unreaped (running or a zombie) its PID, and so
+        // its process-group id, cannot be given to another process.
+        let exit = ExitWatch::new(pid);
+        // Set once the child has exited; it stays unreaped until below.
         let mut status: Option<ExitStatus> = None;
         let mut eof = false;
         let mut open_pipes = pipes;
         let ending = loop {
             let slice = deadline.saturating_sub(start.elapsed()).min(POLL_SLICE);
             if status.is_none() {
-                match child.wait_timeout(slice) {
+                match exit.wait(slice) {
                     Ok(exited) => status = exited,
                     // Not expected (it would take ECHILD); keep trying at the
                     // same pace until the deadline rather than spin.
@@ -571,11 +584,14 @@ pub fn run_capturing(
         };
 
         let mut reap_confirmed = true;
-        if !matches!(ending, Ending::Exited(_)) {
+        let ending = if let Ending::Exited(status) = ending {
+            // Done, and nothing of its group holds the pipe: reaped as it is.
+            Ending::Exited(reap_exited(&mut child).unwrap_or(status))
+        } else {
+            // Exited or not, the direct child is still unreaped here, so
+            // the group is still its own (SPEC "One recovery" step 4).
             kill_group(pid);
-            if status.is_none() {
-                reap_confirmed = reap(&mut child);
-            }
+            reap_confirmed = reap(&mut child, &exit);
             // Either EOF arrives on every pipe or we stop waiting; both end
             // the same way.
             let grace = Instant::now() + DRAIN_GRACE;
@@ -588,7 +604,8 @@ pub fn run_capturing(
                     Err(_) => break,
                 }
             }
-        }
+            ending
+        };
         guard.armed = false;
         abandon.store(true, Ordering::Release);
         // A panic in the drain thread would be a bug of ours; losing the tail
@@ -630,10 +647,11 @@ impl Drop for Teardown<'_> {
 
 /// SIGKILLs the process group whose id is `pid` (the child's own).
 ///
-/// This is safe to do even after the direct child was reaped: a pid is not
-/// handed out again while a process group with that id still has members, so
-/// if the group is non-empty it is still our child's group; if it is empty,
-/// `kill` returns ESRCH and nothing happens.
+/// Only while the direct child is not yet reaped: then its PID cannot have
+/// been given to another process, and so neither can its group id (a
+/// process-group id is a PID). Once it is reaped, a helper that escaped the
+/// group (`setsid`) leaves the group empty, the PID free, and an unrelated
+/// process-group leader may take it; every caller kills before it reaps.
 fn kill_group(pid: u32) {
     let Ok(pgid) = libc::pid_t::try_from(pid) else {
         return;
@@ -650,14 +668,119 @@ fn kill_group(pid: u32) {
     }
 }
 
-/// Waits for the killed direct child for at most [`REAP_TIMEOUT`]; true when
-/// it was reaped.
-fn reap(child: &mut Child) -> bool {
+/// Sees the direct child exit without reaping it (`waitid` with
+/// `WNOWAIT`), so the caller decides when its PID may be reused. On Linux
+/// a pidfd makes the wait a `poll` that wakes at the exit; without one
+/// (kernels before 5.3, seccomp filters) the exit is polled for.
+struct ExitWatch {
+    pid: libc::pid_t,
+    #[cfg(target_os = "linux")]
+    pidfd: Option<std::os::fd::OwnedFd>,
+}
+
+/// How often the exit is looked for when no pidfd is to be had.
+const EXIT_POLL: Duration = Duration::from_millis(5);
+
+impl ExitWatch {
+    fn new(pid: u32) -> ExitWatch {
+        let pid = libc::pid_t::try_from(pid).unwrap_or(libc::pid_t::MAX);
+        #[cfg(target_os = "linux")]
+        let pidfd = {
+            use std::os::fd::FromRawFd;
+            // SAFETY: pidfd_open takes plain integers; the PID is our
+            // unreaped child's, so it names that very process.
+            let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+            libc::c_int::try_from(fd)
+                .ok()
+                .filter(|fd| *fd >= 0)
+                // SAFETY: a descriptor just returned to us and owned by no
+                // one else (pidfds are close-on-exec).
+                .map(|fd| unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
+        };
+        ExitWatch {
+            pid,
+            #[cfg(target_os = "linux")]
+            pidfd,
+        }
+    }
+
+    /// The child's status once it has exited (still unreaped), waiting at
+    /// most `timeout` for it; `None` while it runs.
+    fn wait(&self, timeout: Duration) -> io::Result<Option<ExitStatus>> {
+        if let Some(status) = self.peek()? {
+            return Ok(Some(status));
+        }
+        #[cfg(target_os = "linux")]
+        if let Some(pidfd) = &self.pidfd {
+            let mut pollfd = libc::pollfd {
+                fd: pidfd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            let ms = libc::c_int::try_from(timeout.as_millis()).unwrap_or(libc::c_int::MAX);
+            // SAFETY: one valid pollfd, on a descriptor `pidfd` keeps open.
+            // Interrupted or not, the exit is looked for again below.
+            unsafe { libc::poll(&mut pollfd, 1, ms) };
+            return self.peek();
+        }
+        thread::sleep(timeout.min(EXIT_POLL));
+        self.peek()
+    }
+
+    /// `waitid(P_PID, pid, WEXITED | WNOHANG | WNOWAIT)`: the status of an
+    /// exited child, which stays a zombie.
+    fn peek(&self) -> io::Result<Option<ExitStatus>> {
+        let id = libc::id_t::try_from(self.pid).map_err(io::Error::other)?;
+        loop {
+            // SAFETY: a zeroed siginfo_t is valid for waitid to fill in.
+            let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+            // SAFETY: `info` is a valid, writable siginfo_t; WNOWAIT leaves
+            // the child as it is.
+            let rc = unsafe {
+                libc::waitid(
+                    libc::P_PID,
+                    id,
+                    &mut info,
+                    libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+                )
+            };
+            if rc != 0 {
+                let error = io::Error::last_os_error();
+                if error.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(error);
+            }
+            // SAFETY: waitid filled in a SIGCHLD-style siginfo (or left it
+            // zeroed, pid 0, when the child has not exited).
+            let (pid, status) = unsafe { (info.si_pid(), info.si_status()) };
+            if pid == 0 {
+                return Ok(None);
+            }
+            // Back into the wait status std decodes.
+            let raw = match info.si_code {
+                libc::CLD_EXITED => (status & 0xff) << 8,
+                libc::CLD_DUMPED => (status & 0x7f) | 0x80,
+                _ => status & 0x7f,
+            };
+            return Ok(Some(ExitStatus::from_raw(raw)));
+        }
+    }
+}
+
+/// Reaps a child that has exited; its status, when the reaping gave one.
+fn reap_exited(child: &mut Child) -> Option<ExitStatus> {
+    child.try_wait().ok().flatten()
+}
+
+/// Waits for the killed direct child for at most [`REAP_TIMEOUT`], then
+/// reaps it; true when it was reaped.
+fn reap(child: &mut Child, exit: &ExitWatch) -> bool {
     let start = Instant::now();
     loop {
         let left = REAP_TIMEOUT.saturating_sub(start.elapsed());
-        match child.wait_timeout(left.min(POLL_SLICE)) {
-            Ok(Some(_)) => return true,
+        match exit.wait(left.min(POLL_SLICE)) {
+            Ok(Some(_)) => return reap_exited(child).is_some(),
             Ok(None) => {}
             Err(_) => thread::sleep(left.min(POLL_SLICE)),
         }
@@ -926,6 +1049,45 @@ mod tests {
         assert!(escaped.is_some(), "pid file");
         // Deadline + drain grace + one drain poll, with slack.
         assert!(took < Duration::from_secs(3), "{took:?}");
+    }
+
+    /// Waits (bounded) until `watch` sees the child exit.
+    fn exited(watch: &ExitWatch) -> ExitStatus {
+        let until = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(status) = watch.wait(Duration::from_millis(50)).expect("waitid") {
+                return status;
+            }
+            assert!(Instant::now() < until, "the child never exited");
+        }
+    }
+
+    #[test]
+    fn an_exit_is_seen_without_reaping_with_or_without_a_pidfd() {
+        use std::os::unix::process::ExitStatusExt;
+        for (script, code, signal) in [("exit 3", Some(3), None), ("kill -9 $$", None, Some(9))] {
+            for pidfd in [true, false] {
+                let mut child = Command::new("/bin/sh")
+                    .args(["-c", script])
+                    .spawn()
+                    .expect("/bin/sh spawns");
+                #[allow(unused_mut)]
+                let mut watch = ExitWatch::new(child.id());
+                #[cfg(target_os = "linux")]
+                if !pidfd {
+                    watch.pidfd = None;
+                }
+                let status = exited(&watch);
+                assert_eq!((status.code(), status.signal()), (code, signal), "{script}");
+                // Seen, and still a zombie: its PID is nobody else's yet.
+                assert!(proc_gone_or_zombie(child.id()));
+                assert!(Path::new(&format!("/proc/{}", child.id())).exists());
+                assert_eq!(watch.wait(Duration::ZERO).expect("again"), Some(status));
+                let reaped = reap_exited(&mut child).expect("reaped");
+                assert_eq!(reaped, status);
+                assert!(!Path::new(&format!("/proc/{}", child.id())).exists());
+            }
+        }
     }
 
     #[test]

@@ -41,8 +41,8 @@ for the daemon's acknowledgement: up to --max-recoveries in parallel, at most on
 oldest heartbeat first. Failures back off per lease in a state file. Meant to run every five \
 minutes from a systemd timer or cron; `--dry-run` shows the plan without touching anything.",
     after_help = "Exit status: 0 ok, 1 a recovery failed (or --check found work due), 2 bad \
-command line, 74 I/O error, 75 another sweep holds the lock, 78 configuration error, 128+N \
-stopped by signal N.\nSee rch-sweep(1) for how a journal is judged.",
+command line, 74 I/O error, 75 temporary host fault charging no lease (another sweep holds the \
+lock or no process could be started), 78 configuration error, 128+N stopped by signal N.\nSee rch-sweep(1) for how a journal is judged.",
     args_conflicts_with_subcommands = true,
     disable_help_subcommand = true
 )]

@@ -16,9 +16,9 @@ const POLL: Duration = Duration::from_millis(100);
 
 /// Runs `due` (borrowed from `candidates`, in plan order) through the queue;
 /// returns, per index of `candidates`, the attempt made (None: never
-/// started). A signal, or a child that could not be started at all (a
-/// broken `rch` would fail every other one the same way), stops further
-/// starts; running recoveries finish.
+/// started). A signal, or an attempt that failed through no fault of its
+/// lease but of the host or the `rch` install (the next would fail the
+/// same way), stops further starts; running recoveries finish.
 pub fn recover_due(
     candidates: &[Candidate],
     due: Vec<(usize, &Candidate)>,
@@ -54,11 +54,13 @@ pub fn recover_due(
                 match spawned {
                     Ok(_) => running += 1,
                     Err(error) => {
-                        let why = format!("cannot start a recovery thread: {error}");
+                        // The host's fault, not the lease's: nothing is
+                        // charged and nothing more is started.
                         attempts[index] =
-                            Some(Attempt::ended(Outcome::Failed(why), Duration::ZERO));
+                            Some(Attempt::ended(recover::no_thread(&error), Duration::ZERO));
                         // Nothing runs on that worker; its lane is free again.
                         queue.finished(&candidate.worker_id);
+                        queue.stop();
                     }
                 }
             }

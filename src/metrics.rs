@@ -11,7 +11,8 @@ use crate::fsio;
 use crate::report::Summary;
 use crate::verdict::SkipReason;
 use std::fmt::Write;
-use std::io;
+use std::io::{self, Read};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -42,6 +43,14 @@ fn absolute(lease_dir: &Path) -> PathBuf {
     std::path::absolute(lease_dir).unwrap_or_else(|_| lease_dir.to_path_buf())
 }
 
+/// The label every series carries.
+fn lease_dir_label(lease_dir: &Path) -> String {
+    format!(
+        "lease_dir=\"{}\"",
+        escape_label_value(&absolute(lease_dir).to_string_lossy())
+    )
+}
+
 /// Renders the metrics text. `last_success_unix_ms` comes from the state
 /// file, so it survives runs that failed.
 pub fn render(summary: &Summary, now: SystemTime, last_success_unix_ms: Option<u64>) -> String {
@@ -49,10 +58,7 @@ pub fn render(summary: &Summary, now: SystemTime, last_success_unix_ms: Option<u
     let now_secs = now
         .duration_since(UNIX_EPOCH)
         .map_or(0.0, |since| since.as_secs_f64());
-    let lease_dir = format!(
-        "lease_dir=\"{}\"",
-        escape_label_value(&absolute(&summary.lease_dir).to_string_lossy())
-    );
+    let lease_dir = lease_dir_label(&summary.lease_dir);
     let mut out = String::new();
     // Each sample: its extra label (`key="value"`, or "") and its value.
     let mut gauge = |name: &str, help: &str, samples: &[(String, f64)]| {
@@ -144,9 +150,65 @@ pub fn write(path: &Path, summary: &Summary, last_success_unix_ms: Option<u64>) 
     fsio::write_atomic(path, text.as_bytes(), 0o644)
 }
 
+/// The last success (Unix ms) the metrics file at `path` reports for
+/// `lease_dir`, read before it is replaced: the reported last success
+/// never goes backwards (a run with no lease directory has no state to
+/// keep its success in, and a later failing run must not report 0).
+/// None when there is no such file or sample.
+pub fn reported_last_success(path: &Path, lease_dir: &Path) -> Option<u64> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .ok()
+        .filter(|file| file.metadata().is_ok_and(|meta| meta.is_file()))?;
+    let mut text = String::new();
+    file.take(MAX_READ_BACK).read_to_string(&mut text).ok()?;
+    last_success_in(&text, lease_dir)
+}
+
+/// More than any metrics file of ours: what is read back of the old one.
+const MAX_READ_BACK: u64 = 1024 * 1024;
+
+/// The last success (Unix ms) a metrics file's text reports for
+/// `lease_dir`; None when it reports none (0) or has no such sample.
+fn last_success_in(text: &str, lease_dir: &Path) -> Option<u64> {
+    let prefix = format!(
+        "{}{{{}}} ",
+        "rch_sweep_last_success_timestamp_seconds",
+        lease_dir_label(lease_dir)
+    );
+    let seconds: f64 = text
+        .lines()
+        .find_map(|line| line.strip_prefix(&prefix))?
+        .trim()
+        .parse()
+        .ok()?;
+    (seconds.is_finite() && seconds > 0.0).then(|| (seconds * 1000.0).round() as u64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_last_success_is_read_back_for_this_lease_directory_only() {
+        let text = "# HELP rch_sweep_last_success_timestamp_seconds x\n\
+                    rch_sweep_last_success_timestamp_seconds{lease_dir=\"/a/job-leases\"} 1791280003.512\n\
+                    rch_sweep_last_success_timestamp_seconds{lease_dir=\"/b/job-leases\"} 1700000000\n\
+                    rch_sweep_last_success_timestamp_seconds{lease_dir=\"/c/job-leases\"} 0\n";
+        assert_eq!(
+            last_success_in(text, Path::new("/a/job-leases")),
+            Some(1_791_280_003_512)
+        );
+        assert_eq!(
+            last_success_in(text, Path::new("/b/job-leases")),
+            Some(1_700_000_000_000)
+        );
+        assert_eq!(last_success_in(text, Path::new("/c/job-leases")), None);
+        assert_eq!(last_success_in(text, Path::new("/d/job-leases")), None);
+        assert_eq!(last_success_in("garbage", Path::new("/a/job-leases")), None);
+    }
 
     #[test]
     fn label_values_escape_what_the_text_format_requires() {

@@ -8,19 +8,27 @@
 use crate::backoff::{Backoff, now_unix_ms};
 use crate::exit::ExitCode;
 use crate::report::Summary;
-use crate::{fsio, log, metrics, state};
+use crate::{fsio, log, metrics, signals, state};
 use std::path::Path;
+use std::time::Instant;
 
 /// Saves `backoff` to `state_file` and writes the metrics file when one is
 /// named. A failure to write either is an I/O error of the run (74), added
-/// to `summary`, never fatal to what the other records.
+/// to `summary`, never fatal to what the other records. The run's duration
+/// is taken once, after the state is saved, for the metrics and the
+/// summary alike. A stop signal that arrives meanwhile still decides the
+/// exit (128+N) and makes the run no success, in both records.
 pub fn save(
     state_file: &Path,
     metrics_file: Option<&Path>,
     backoff: &mut Backoff,
     summary: &mut Summary,
+    started: Instant,
 ) {
+    note_late_signal(summary, signals::received());
     let previous_success = backoff.last_success_unix_ms;
+    let reported_success = metrics_file
+        .and_then(|path| last_success_before(path, &summary.lease_dir, previous_success));
     if summary.exit_code == ExitCode::Success {
         backoff.last_success_unix_ms = Some(now_unix_ms());
     }
@@ -33,9 +41,18 @@ pub fn save(
         summary.fail(ExitCode::Io, message);
         backoff.last_success_unix_ms = previous_success;
     }
+    summary.duration = started.elapsed();
+    note_late_signal(summary, signals::received());
     let this_success = backoff.last_success_unix_ms;
     if let Some(path) = metrics_file {
-        write_metrics(path, summary, previous_success, this_success);
+        write_metrics(path, summary, reported_success, this_success);
+    }
+    // Past this point a signal stays pending until exit: what the records
+    // say now is what the run was.
+    if note_late_signal(summary, signals::hold())
+        && let Some(path) = metrics_file
+    {
+        write_metrics(path, summary, reported_success, this_success);
     }
     if summary.exit_code != ExitCode::Success && this_success != previous_success {
         backoff.last_success_unix_ms = previous_success;
@@ -48,9 +65,38 @@ pub fn save(
     }
 }
 
+/// A stop signal the run had not yet acted on, which now decides its exit
+/// (SPEC "JSON summary": a signal that arrives while the state or the
+/// metrics are written still makes the exit 128+N); true when it changed it.
+fn note_late_signal(summary: &mut Summary, signal: Option<i32>) -> bool {
+    match signal {
+        Some(signal) if !matches!(summary.exit_code, ExitCode::Signal(_)) => {
+            log::warn(format!(
+                "stopped by {} after the recoveries, while the state and metrics were written: the run is not counted as a success",
+                signals::name(signal)
+            ));
+            summary.exit_code = ExitCode::Signal(signal);
+            true
+        }
+        _ => false,
+    }
+}
+
+/// The last success to report when this run is none: the later of the
+/// state file's (`state_success`) and what the metrics file at `path`
+/// reports now, before it is replaced.
+pub fn last_success_before(
+    path: &Path,
+    lease_dir: &Path,
+    state_success: Option<u64>,
+) -> Option<u64> {
+    state_success.max(metrics::reported_last_success(path, lease_dir))
+}
+
 /// Writes the metrics file; failing to is an I/O error of the run (74),
 /// reported but not fatal to what was recorded. The last success it
-/// reports is `this_success` only when the run exits 0, else the previous.
+/// reports is `this_success` only when the run exits 0, else the previous
+/// ([`last_success_before`]); never the earlier of the two.
 pub fn write_metrics(
     path: &Path,
     summary: &mut Summary,
@@ -58,7 +104,7 @@ pub fn write_metrics(
     this_success: Option<u64>,
 ) {
     let last_success = if summary.exit_code == ExitCode::Success {
-        this_success
+        this_success.max(previous_success)
     } else {
         previous_success
     };

@@ -99,7 +99,7 @@ fn run_message(fault: Fault, error: &str) -> Option<String> {
             "Fix the rch install (or --rch / RCH_SWEEP_RCH); rch-sweep doctor checks it"
         }
         Fault::Host => {
-            "the host is short of processes, threads or descriptors; the next run retries"
+            "The next run retries; if this lasts, raise the limit named (ulimit -u or -n, the unit's TasksMax)"
         }
         Fault::DaemonDown => {
             "start rch's daemon (systemctl --user start rchd, or rch daemon start)"

@@ -7,9 +7,12 @@ use crate::child::{self, ChildSpec, Ending};
 use crate::exit::ExitCode;
 use crate::journal::{DurableJobLease, LeaseDir, ReadFailure};
 use crate::judge;
+use crate::lock;
 use crate::verdict::Candidate;
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::io;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 pub const ADMISSION_CHANGED: &str =
@@ -167,6 +170,9 @@ fn attempt(settings: &Settings, candidate: &Candidate, stop: &dyn Fn() -> bool) 
         Ok(lease) => lease,
         Err(outcome) => return outcome,
     };
+    if let Some(pid) = recovery_lock_holder(&settings.lease_dir, id, None) {
+        return Outcome::NotCharged(Fault::Busy, busy(pid));
+    }
     if stop() {
         return Outcome::Interrupted("interrupted before the recovery client was started".into());
     }
@@ -187,19 +193,142 @@ fn attempt(settings: &Settings, candidate: &Candidate, stop: &dyn Fn() -> bool) 
     let deadline = settings.recover_timeout + settings.kill_grace;
     let report = match child::run(&spec, deadline, stop) {
         Ok(report) => report,
-        Err(error) => return Outcome::NotCharged(Fault::Config, error.to_string()),
+        Err(error) => return not_started(&error),
     };
+    if let Some(outcome) = broken_shim(settings, &report) {
+        return outcome;
+    }
     match (&report.ending, report.error()) {
         (Ending::Interrupted, error) => {
             Outcome::Interrupted(error.unwrap_or_else(|| "interrupted".into()))
         }
-        (_, Some(error)) => Outcome::Failed(error),
+        (_, Some(error)) => failed(settings, id, report.pid, error),
         (_, None) => match lease_dir.load(id) {
             Ok(after) => match judge::verify_completion(&before, &after) {
                 Ok(()) => Outcome::Recovered,
-                Err(why) => Outcome::Failed(why.into()),
+                Err(why) => failed(settings, id, report.pid, why.into()),
             },
-            Err(_) => Outcome::Failed(judge::NOT_ACKNOWLEDGED.into()),
+            Err(_) => failed(settings, id, report.pid, judge::NOT_ACKNOWLEDGED.into()),
         },
+    }
+}
+
+/// A recovery whose child (`child`, its PID) did not succeed, charged to
+/// its lease unless [`failure_not_its_own`] finds another cause.
+fn failed(settings: &Settings, id: &str, child: u32, error: String) -> Outcome {
+    match failure_not_its_own(settings, id, child) {
+        Some((fault, why)) => Outcome::NotCharged(fault, why),
+        None => Outcome::Failed(error),
+    }
+}
+
+/// Was this failure the lease's own? Looked at again after a child failed
+/// and before the failure is charged: when another process holds the
+/// lease's recovery lock, `rch` failed because of it (it refuses at once
+/// while the lock is held), and the lease is not to blame. A lock our own
+/// child took (`/proc/locks` names the process that took it) and left to a
+/// helper is no other process's.
+fn failure_not_its_own(settings: &Settings, id: &str, child: u32) -> Option<(Fault, String)> {
+    recovery_lock_holder(&settings.lease_dir, id, Some(child)).map(|pid| (Fault::Busy, busy(pid)))
+}
+
+/// The error of a lease someone else is recovering.
+pub fn busy(pid: u32) -> String {
+    format!("another process (pid {pid}) is recovering this lease")
+}
+
+/// The process other than this one (and its `child`) that holds
+/// `<lease dir>/<id>.recovery.lock` (`rch jobs recover` takes an exclusive
+/// `flock` on it for the whole recovery: rchd's own recovery task, an
+/// operator at a terminal), found in `/proc/locks` by the file's device
+/// and inode. The file is only `stat`ed: opened, locked or created by us,
+/// it could make rch's own `try_lock` fail. None when nobody holds it,
+/// there is no such file, or it cannot be told (then `rch` is the judge).
+fn recovery_lock_holder(lease_dir: &Path, id: &str, child: Option<u32>) -> Option<u32> {
+    let meta = std::fs::metadata(lease_dir.join(format!("{id}.recovery.lock"))).ok()?;
+    let own = std::process::id();
+    lock::holders(meta.dev(), meta.ino())
+        .ok()?
+        .into_iter()
+        .find(|pid| *pid != own && Some(*pid) != child)
+}
+
+/// A child that could not be started: the host's fault when it ran out of
+/// what a start needs (75: the next run may well succeed), else the `rch`
+/// install's (78: every other start would fail the same way).
+fn not_started(error: &child::SpawnError) -> Outcome {
+    match shortage(&error.source) {
+        Some(what) => Outcome::NotCharged(
+            Fault::Host,
+            format!("the host could not start a recovery ({what}): {error}"),
+        ),
+        None => Outcome::NotCharged(Fault::Config, error.to_string()),
+    }
+}
+
+/// A recovery whose thread could not be started: the host's fault, always.
+pub fn no_thread(error: &io::Error) -> Outcome {
+    let what = shortage(error).unwrap_or("no thread could be created");
+    Outcome::NotCharged(
+        Fault::Host,
+        format!(
+            "the host could not start a recovery ({what}): cannot start a recovery thread: {error}"
+        ),
+    )
+}
+
+/// What ran out, when `error` says the host could not create a thread, a
+/// process, a pipe or a descriptor now.
+pub fn shortage(error: &io::Error) -> Option<&'static str> {
+    match error.raw_os_error()? {
+        libc::EAGAIN => Some(
+            "no thread or process could be created: this user's process limit (RLIMIT_NPROC, a unit's TasksMax) or the system's is reached",
+        ),
+        libc::ENOMEM => Some("out of memory"),
+        libc::EMFILE => Some("this process has too many open files (RLIMIT_NOFILE)"),
+        libc::ENFILE => Some("the system has too many open files (fs.file-max)"),
+        _ => None,
+    }
+}
+
+/// `rch` never exits 126 or 127: a shell or `env` does, when the program a
+/// wrapper or shim around `rch` execs is not executable (126) or not found
+/// (127), as when it is on a login shell's `PATH` only. That is a broken
+/// install, like an `rch` that cannot be started at all.
+fn broken_shim(settings: &Settings, report: &child::ChildReport) -> Option<Outcome> {
+    let Ending::Exited(status) = &report.ending else {
+        return None;
+    };
+    let code = status.code()?;
+    let what = match code {
+        126 => "found but not executable",
+        127 => "not found",
+        _ => return None,
+    };
+    let mut error = format!(
+        "{} exited {code}, as a shell does when the program it runs is {what} (rch itself never exits so)",
+        settings.rch.display()
+    );
+    let line = child::last_line(&report.tail);
+    if !line.is_empty() {
+        error.push_str(": ");
+        error.push_str(&line);
+    }
+    Some(Outcome::NotCharged(Fault::Config, error))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn running_out_of_threads_processes_or_descriptors_is_the_hosts_fault() {
+        for errno in [libc::EAGAIN, libc::ENOMEM, libc::EMFILE, libc::ENFILE] {
+            assert!(shortage(&io::Error::from_raw_os_error(errno)).is_some());
+        }
+        for errno in [libc::ENOENT, libc::EACCES, libc::ENOEXEC, libc::E2BIG] {
+            assert_eq!(shortage(&io::Error::from_raw_os_error(errno)), None);
+        }
+        assert_eq!(shortage(&io::Error::other("no errno")), None);
     }
 }

@@ -50,6 +50,26 @@ pub fn received() -> Option<i32> {
     }
 }
 
+/// Blocks the stop signals in the calling thread and returns the first one
+/// received before. From then on a signal stays pending until the process
+/// exits, so what this returns is final: a run that has written its
+/// records as they stand after this call cannot be contradicted by a
+/// signal that arrives later. For the end of a run, when no other thread
+/// is left.
+pub fn hold() -> Option<i32> {
+    // SAFETY: `set` is a local sigset_t, initialised by sigemptyset before
+    // use; pthread_sigmask only changes the calling thread's mask.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            libc::sigaddset(&mut set, signal);
+        }
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
+    received()
+}
+
 /// A signal's name for messages.
 pub fn name(signal: i32) -> &'static str {
     match signal {

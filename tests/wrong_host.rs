@@ -584,7 +584,20 @@ fn an_unwritable_state_folder_is_74_and_its_run_no_success() {
         before,
         "no recovery ran"
     );
-    assert!(!prom.exists(), "no metrics from a run that never started");
+    // Its metrics say so (monitoring must see a broken install), and claim
+    // no success.
+    let metrics = fs::read_to_string(&prom).expect("metrics of a 74 before the summary");
+    let label = format!("{{lease_dir=\"{}\"}}", world.leases().display());
+    for line in [
+        format!("rch_sweep_exit_code{label} 74"),
+        format!("rch_sweep_last_success_timestamp_seconds{label} 0"),
+        format!("rch_sweep_candidates{label} 0"),
+    ] {
+        assert!(
+            metrics.lines().any(|l| l == line),
+            "no `{line}` in\n{metrics}"
+        );
+    }
     fs::set_permissions(&folder, fs::Permissions::from_mode(0o700)).expect("chmod back");
 
     // Made read-only while the recovery ran (as a full disk or an admin

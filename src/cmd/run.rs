@@ -39,7 +39,6 @@ impl Run {
 
 pub fn run(args: RunArgs) -> Result<ExitCode> {
     check_args(&args)?;
-    refuse_tilde(&args)?;
     let intent = if args.check {
         Intent::Check
     } else if args.dry_run {
@@ -54,15 +53,56 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         started: Instant::now(),
         now_unix_ms: now_unix_ms(),
     };
-    if matches!(run.target.lease_dir.found, Found::Missing) {
-        return missing_lease_dir(&run);
-    }
-    run.target.check(run.intent)?;
-    if run.dry() {
-        dry_run(&run)
+    let result = if let Err(error) = refuse_tilde(&run.args) {
+        Err(error)
+    } else if matches!(run.target.lease_dir.found, Found::Missing) {
+        missing_lease_dir(&run)
     } else {
-        sweep(&run)
+        run.target.check(run.intent).and_then(|()| {
+            if run.dry() {
+                dry_run(&run)
+            } else {
+                sweep(&run)
+            }
+        })
+    };
+    if let Err(error) = &result {
+        metrics_on_error(&run, error);
     }
+    result
+}
+
+/// A real run that ends in 74 or 78 before its summary (no `rch`, an
+/// unknown state version, a bad path) still writes its metrics: that exit
+/// code, zero counts, the last success as it was, so an install broken
+/// from its first run shows up in monitoring (SPEC "Metrics file"). Not
+/// for another user's lease directory (nothing is created for it), not
+/// when the metrics path failed its own check, and not for a held lock
+/// (75: another sweep is writing them).
+fn metrics_on_error(run: &Run, error: &anyhow::Error) {
+    let code = crate::exit::code_of(error);
+    let Some(path) = run.args.metrics_file.as_deref() else {
+        return;
+    };
+    if run.dry()
+        || !matches!(code, ExitCode::Io | ExitCode::Config)
+        || run
+            .target
+            .lease_dir
+            .owner()
+            .is_some_and(|uid| uid != crate::account::euid())
+        || preflight::metrics(path).status == preflight::Status::Fail
+    {
+        return;
+    }
+    let mut summary = summary(run, Scan::default(), Duration::ZERO, Vec::new());
+    summary.exit_code = code;
+    let in_state = match state::read(&run.target.state_file, state::Access::Read) {
+        Ok((state::Found::Valid(backoff), _)) => backoff.last_success_unix_ms,
+        _ => None,
+    };
+    let previous = persist::last_success_before(path, &summary.lease_dir, in_state);
+    persist::write_metrics(path, &mut summary, previous, None);
 }
 
 /// What no single flag's parser can see (exit 2).
@@ -118,7 +158,8 @@ fn missing_lease_dir(run: &Run) -> Result<ExitCode> {
     if !run.dry() {
         // A run with nothing to sweep succeeded, though it has no state.
         if let Some(path) = &run.args.metrics_file {
-            persist::write_metrics(path, &mut summary, None, Some(now_unix_ms()));
+            let previous = persist::last_success_before(path, &summary.lease_dir, None);
+            persist::write_metrics(path, &mut summary, previous, Some(now_unix_ms()));
         }
     }
     print(run, &summary);
@@ -264,8 +305,8 @@ fn sweep(run: &Run) -> Result<ExitCode> {
         metrics_file,
         &mut backoff,
         &mut summary,
+        run.started,
     );
-    summary.duration = run.started.elapsed();
     print(run, &summary);
     Ok(summary.exit_code)
 }
