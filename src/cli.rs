@@ -14,6 +14,11 @@ const STATE_FILE_HELP: &str =
 const RCH_HELP: &str = "The client that performs a recovery; a bare name is looked up on PATH \
 [default: rch on PATH, else $HOME/.local/bin/rch, else $HOME/.cargo/bin/rch]";
 
+const SOCKET_HELP: &str = "rch's daemon socket: checked (GET /health) before any recovery and \
+handed to every child as RCH_SOCKET_PATH; while no daemon answers there, no lease is charged and \
+the run exits 75 (78 when one answers at another of rch's usual places) [default: the socket \
+`rch --json --format json daemon status` names]";
+
 /// The environment variables that stand in for flags. An empty one counts
 /// as unset (SPEC), which clap alone would read as an empty value.
 pub const ENV_VARS: [&str; 5] = [
@@ -36,8 +41,9 @@ for the daemon's acknowledgement: up to --max-recoveries in parallel, at most on
 oldest heartbeat first. Failures back off per lease in a state file. Meant to run every five \
 minutes from a systemd timer or cron; `--dry-run` shows the plan without touching anything.",
     after_help = "Exit status: 0 ok, 1 a recovery failed (or --check found work due), 2 bad \
-command line, 74 I/O error, 75 another sweep holds the lock, 78 configuration error, 128+N \
-stopped by signal N.\nSee rch-sweep(1) for how a journal is judged.",
+command line, 74 I/O error, 75 a temporary host fault and no lease charged (another sweep \
+holds the lock or rch's daemon is not answering), 78 configuration error, 128+N stopped by \
+signal N.\nSee rch-sweep(1) for how a journal is judged.",
     args_conflicts_with_subcommands = true,
     disable_help_subcommand = true
 )]
@@ -65,10 +71,12 @@ pub enum Command {
     #[command(
         long_about = "Check what a timer run with these options would meet: the lease directory, \
 the state file and its folder, the locks, rch (and what `rch --version` says, and whether a \
-timer's PATH finds the same one), the metrics file, and the journals a dry run would judge. \
+timer's PATH finds the same one), rch's daemon (whether it answers where rch looks for it), \
+the metrics file, and the journals a dry run would judge. \
 Each check is ok, warn or fail, with a fix; a real run refuses exactly what this reports as \
 fail. Writes, renames and creates nothing, takes no lock, and starts no program but \
-`rch --version`. Exit status: 0 when no check fails, 1 otherwise."
+`rch --version` and `rch --json --format json daemon status` (and asks rch's daemon for its \
+health). Exit status: 0 when no check fails, 1 otherwise."
     )]
     Doctor(RunArgs),
 }
@@ -91,8 +99,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "PATH", env = "RCH_SWEEP_RCH", help = RCH_HELP)]
     pub rch: Option<PathBuf>,
 
-    /// Handed to the child as RCH_SOCKET_PATH when set
-    #[arg(long, value_name = "PATH", env = "RCH_SOCKET_PATH")]
+    #[arg(long, value_name = "PATH", env = "RCH_SOCKET_PATH", help = SOCKET_HELP)]
     pub socket: Option<PathBuf>,
 
     /// Recoveries started in one run, and most in flight at once (1 to 64)

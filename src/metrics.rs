@@ -130,6 +130,15 @@ pub fn render(summary: &Summary, now: SystemTime, last_success_unix_ms: Option<u
         "Exit status of the last run.",
         &plain(f64::from(summary.exit_code.code())),
     );
+    // Only a run that checked the daemon knows; a 0 or 1 made up by one
+    // that did not would hide or fake an outage.
+    if let Some(daemon) = &summary.daemon {
+        gauge(
+            "rch_sweep_daemon_up",
+            "1 when rch's daemon answered at the socket the last run checked, 0 when not.",
+            &plain(if daemon.up { 1.0 } else { 0.0 }),
+        );
+    }
     out
 }
 

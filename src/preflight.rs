@@ -27,6 +27,7 @@ pub enum Check {
     State,
     Lock,
     Rch,
+    Daemon,
     Metrics,
     Journals,
 }
@@ -38,6 +39,7 @@ impl Check {
             Check::State => "state",
             Check::Lock => "lock",
             Check::Rch => "rch",
+            Check::Daemon => "daemon",
             Check::Metrics => "metrics",
             Check::Journals => "journals",
         }

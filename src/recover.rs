@@ -4,6 +4,7 @@
 
 use crate::backoff::now_unix_ms;
 use crate::child::{self, ChildSpec, Ending};
+use crate::daemon;
 use crate::exit::ExitCode;
 use crate::journal::{DurableJobLease, LeaseDir, ReadFailure};
 use crate::judge;
@@ -19,7 +20,13 @@ pub const ADMISSION_CHANGED: &str =
 #[derive(Clone, Debug)]
 pub struct Settings {
     pub rch: PathBuf,
+    /// Handed to every child as `RCH_SOCKET_PATH`: the socket the run
+    /// checked, so the daemon checked is the daemon used.
     pub socket: Option<PathBuf>,
+    /// Set when the run checked rch's daemon at `socket` before it started
+    /// anything: a failed recovery is then checked against it once more
+    /// before the lease is charged (SPEC "rch's daemon", step 4).
+    pub daemon_waits: Option<daemon::Waits>,
     /// The judged lease directory, symlinks resolved.
     pub lease_dir: PathBuf,
     /// Handed to the child as `--timeout-secs`.
@@ -104,7 +111,7 @@ impl Attempt {
 /// lease directory only as `$RCH_STATE_HOME/job-leases` (before
 /// `XDG_STATE_HOME` and `HOME`), so naming the judged directory's parent
 /// makes it act on exactly the journal that was judged.
-fn child_env(settings: &Settings) -> Vec<(OsString, OsString)> {
+pub fn child_env(settings: &Settings) -> Vec<(OsString, OsString)> {
     let state_home = settings
         .lease_dir
         .parent()
@@ -191,7 +198,7 @@ fn attempt(settings: &Settings, candidate: &Candidate, stop: &dyn Fn() -> bool) 
         Ok(report) => report,
         Err(error) => return Outcome::NotCharged(Fault::Config, error.to_string()),
     };
-    match (&report.ending, report.error()) {
+    let outcome = match (&report.ending, report.error()) {
         (Ending::Interrupted, error) => {
             Outcome::Interrupted(error.unwrap_or_else(|| "interrupted".into()))
         }
@@ -203,5 +210,29 @@ fn attempt(settings: &Settings, candidate: &Candidate, stop: &dyn Fn() -> bool) 
             },
             Err(_) => Outcome::Failed(judge::NOT_ACKNOWLEDGED.into()),
         },
+    };
+    recheck_daemon(settings, outcome)
+}
+
+/// A recovery that failed is the lease's failure only if rch's daemon,
+/// which every `rch jobs recover` needs and whose absence it reports with
+/// the same exit 1, still answers: checked once more (one try) before the
+/// failure is charged. Gone: the lease is deferred, its entry unchanged,
+/// and the fault stops further starts (SPEC "rch's daemon", step 4).
+fn recheck_daemon(settings: &Settings, outcome: Outcome) -> Outcome {
+    let (Outcome::Failed(error), Some(socket), Some(waits)) =
+        (&outcome, &settings.socket, &settings.daemon_waits)
+    else {
+        return outcome;
+    };
+    match daemon::probe(socket, waits) {
+        Ok(()) => outcome,
+        Err(why) => Outcome::NotCharged(
+            Fault::DaemonDown,
+            format!(
+                "{} (after the recovery failed: {error})",
+                daemon::not_answering(socket, &why)
+            ),
+        ),
     }
 }

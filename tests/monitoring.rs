@@ -198,7 +198,7 @@ fn node_exporter_serves_two_users_sweeps_and_promtool_accepts_files_and_rules() 
     let world = World::new();
     let textfile = world.path("textfile");
     std::fs::create_dir(&textfile).expect("mkdir textfile");
-    let rch = world.script("rch", "echo 'worker unreachable' >&2\nexit 1");
+    let rch = world.fake_rch("rch", "echo 'worker unreachable' >&2\nexit 1");
 
     // alice has a stranded lease whose recovery fails; bob has none.
     let alice_prom = textfile.join("rch-sweep-alice.prom");
@@ -207,8 +207,30 @@ fn node_exporter_serves_two_users_sweeps_and_promtool_accepts_files_and_rules() 
     assert_eq!(code, 1, "alice's recovery fails");
     let (bob, code) = sweep(&world, "bob", 0, &rch, &bob_prom);
     assert_eq!(code, 0, "bob has nothing to do");
+    // carol has a stranded lease, but her rch's daemon does not answer: no
+    // lease charged, exit 75, and the metrics say the daemon is down.
+    let carol_prom = textfile.join("rch-sweep-carol.prom");
+    let carol = world.path("carol").join("job-leases");
+    std::fs::create_dir_all(&carol).expect("mkdir lease dir");
+    let journal = Journal::stale("hz4", 2 * HOUR_MS);
+    std::fs::write(carol.join(journal.file_name()), journal.text()).expect("journal");
+    let output = World::bare_command()
+        .arg("--lease-dir")
+        .arg(&carol)
+        .arg("--rch")
+        .arg(&rch)
+        .arg("--socket")
+        .arg(world.path("carol/rch.sock"))
+        .arg("--metrics-file")
+        .arg(&carol_prom)
+        .env("HOME", world.path("carol"))
+        .env_remove("XDG_RUNTIME_DIR")
+        .env("RCH_SWEEP_TEST_DAEMON_WAIT_MS", "100")
+        .output()
+        .expect("run rch-sweep");
+    assert_eq!(output.status.code(), Some(75), "{}", stderr(&output));
 
-    for prom in [&alice_prom, &bob_prom] {
+    for prom in [&alice_prom, &bob_prom, &carol_prom] {
         promtool(
             &promtool_bin,
             &[Path::new("check"), Path::new("metrics")],
@@ -230,7 +252,11 @@ fn node_exporter_serves_two_users_sweeps_and_promtool_accepts_files_and_rules() 
         "node_exporter could not read the textfile directory:\n{served}\n{}",
         std::fs::read_to_string(&exporter.log).unwrap_or_default()
     );
-    for (prom, lease_dir) in [(&alice_prom, &alice), (&bob_prom, &bob)] {
+    for (prom, lease_dir) in [
+        (&alice_prom, &alice),
+        (&bob_prom, &bob),
+        (&carol_prom, &carol),
+    ] {
         let written = samples(&std::fs::read_to_string(prom).expect("metrics file"));
         assert!(written.len() >= 20, "{prom:?}: {written:?}");
         let label = format!("lease_dir=\"{}\"", lease_dir.display());
@@ -253,6 +279,20 @@ fn node_exporter_serves_two_users_sweeps_and_promtool_accepts_files_and_rules() 
     };
     assert_eq!(failed(&alice), Some(1.0));
     assert_eq!(failed(&bob), Some(0.0));
+    assert_eq!(failed(&carol), Some(0.0));
+    let daemon_up = |lease_dir: &Path| {
+        served_samples
+            .get(&format!(
+                "rch_sweep_daemon_up{{lease_dir=\"{}\"}}",
+                lease_dir.display()
+            ))
+            .copied()
+    };
+    assert_eq!(daemon_up(&carol), Some(0.0), "{served}");
+    // alice's rch cannot say which socket it uses, bob had nothing due:
+    // neither checked, so neither claims anything.
+    assert_eq!(daemon_up(&alice), None);
+    assert_eq!(daemon_up(&bob), None);
     drop(exporter);
 
     let check = promtool(
@@ -292,7 +332,7 @@ fn node_exporter_flags_a_metrics_file_it_cannot_read_only_by_its_scrape_error() 
         .expect("chmod");
     let textfile = world.path("textfile");
     std::fs::create_dir(&textfile).expect("mkdir textfile");
-    let rch = world.script("rch", "exit 1");
+    let rch = world.fake_rch("rch", "exit 1");
     let prom = textfile.join("rch-sweep-alice.prom");
     let (alice, code) = sweep(&world, "alice", 0, &rch, &prom);
     assert_eq!(code, 0, "alice has nothing to do");

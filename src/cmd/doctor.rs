@@ -5,10 +5,11 @@
 //! state file, `rch` and metrics file a run with them would use, through
 //! the same [`preflight`] checks a run stops at: what a run refuses, this
 //! reports as `fail`. It adds what only a person needs to see (who holds a
-//! lock, what `rch --version` says, what a timer's `PATH` would find, what
-//! the journals look like) and changes nothing: no file is written,
-//! renamed or created, no lock taken, no program started but
-//! `<rch> --version`.
+//! lock, what `rch --version` says, what a timer's `PATH` would find,
+//! whether rch's daemon answers where `rch` looks for it, what the journals
+//! look like) and changes nothing: no file is written, renamed or created,
+//! no lock taken, no program started but `<rch> --version` and `<rch> --json
+//! --format json daemon status`.
 
 use super::Target;
 use crate::backoff::{Backoff, now_unix_ms};
@@ -22,7 +23,7 @@ use crate::plan::{self, Slot};
 use crate::preflight::{self, Check, Finding, Intent, Status};
 use crate::scan::{self, ScanOptions};
 use crate::verdict::SkipReason;
-use crate::{log, state};
+use crate::{daemon, log, recover, state};
 use anyhow::Result;
 use std::ffi::OsStr;
 use std::fmt::Write as _;
@@ -45,6 +46,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         not_yet(&target, state(&target)),
         preflight::lock(&target.lease_dir, &target.state_file),
         not_yet(&target, rch(&args)),
+        not_yet(&target, daemon(&target, &args)),
     ];
     if let Some(path) = &args.metrics_file {
         findings.push(preflight::metrics(path));
@@ -151,6 +153,66 @@ fn rch(args: &RunArgs) -> Finding {
             format!("{found_text}; {}", warnings.join("; ")),
             fixes.join("; "),
         )
+    }
+}
+
+/// rch's daemon as a run with something due would check it (SPEC "rch's
+/// daemon"): the socket `--socket` / `RCH_SOCKET_PATH` names, else the one
+/// `rch --json --format json daemon status` says it resolves, asked in the
+/// children's environment; then whether a daemon answers there, and when
+/// not, whether one of this user's answers at another usual place.
+fn daemon(target: &Target, args: &RunArgs) -> Finding {
+    let check = Check::Daemon;
+    let rch = preflight::rch(
+        args.rch.as_deref(),
+        std::env::var_os("PATH").as_deref(),
+        std::env::var_os("HOME").as_deref(),
+    );
+    let rch = match (rch, &args.socket) {
+        (Ok(rch), _) => rch,
+        // Only the socket is needed, and it is named.
+        (Err(_), Some(_)) => Default::default(),
+        (Err(_), None) => {
+            return Finding::warn(
+                check,
+                "not checked: there is no rch to ask which socket it uses (see rch above)",
+                "install rch, or name the daemon's socket: --socket PATH / RCH_SOCKET_PATH",
+            );
+        }
+    };
+    let settings = recover::Settings {
+        rch,
+        socket: None,
+        daemon_waits: None,
+        lease_dir: target.lease_dir.resolved.clone(),
+        recover_timeout: Duration::ZERO,
+        kill_grace: Duration::ZERO,
+    };
+    let env = recover::child_env(&settings);
+    let (socket, chosen_by) = match daemon::which(
+        args.socket.as_deref(),
+        &settings.rch,
+        &env,
+        &|| false,
+    ) {
+        Ok(found) => found,
+        Err(why) => {
+            return Finding::warn(
+                check,
+                format!(
+                    "`{} --json --format json daemon status` {why}: rch names no socket, so a run checks no daemon, and while one is down every recovery fails and is charged to its lease",
+                    settings.rch.display()
+                ),
+                "use an rch that has `rch daemon status`, or name the daemon's socket: --socket PATH / RCH_SOCKET_PATH=PATH (on the crontab line or in the unit's drop-in)",
+            );
+        }
+    };
+    let report = daemon::check(socket, chosen_by, &daemon::Waits::for_this_build(), &|| {
+        false
+    });
+    match report.fix() {
+        None => Finding::ok(check, report.line()),
+        Some(fix) => Finding::fail(check, report.exit_code(), report.line(), fix),
     }
 }
 
