@@ -771,3 +771,51 @@ fn doctor_reports_the_daemon_as_a_run_would_meet_it() {
         )
     );
 }
+
+#[test]
+fn an_rch_that_cannot_name_its_socket_leaves_the_run_as_it_was() {
+    // An older rch (no such command), one printing something else, one
+    // whose answer names no socket: nothing checked, nothing pinned, and a
+    // failure is charged as it always was.
+    for (name, answer) in [
+        ("no daemon status", ""),
+        ("not JSON", "echo 'rchd is running'"),
+        (
+            "no socket_path",
+            r#"echo '{"success": true, "data": {"running": true}}'"#,
+        ),
+    ] {
+        let world = World::new();
+        let seen = world.path("seen");
+        let first = if answer.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "if [ \"$*\" = '--json --format json daemon status' ]; then {answer}; exit 0; fi"
+            )
+        };
+        let recover = format!(
+            "printf 'socket=%s\\n' \"$RCH_SOCKET_PATH\" > '{}'\necho 'worker w1 unreachable' >&2\nexit 1",
+            seen.display()
+        );
+        let rch = world.fake_rch_with(
+            "rch",
+            &FakeRch {
+                first: &first,
+                recover: &recover,
+                ..FakeRch::default()
+            },
+        );
+        let journal = Journal::stale("w1", 2 * HOUR_MS);
+        world.add(&journal);
+        let (code, document, stderr) = run_json(sweep(&world, &["--rch", utf8(&rch)]));
+        assert_eq!(code, 1, "{name}: {document}\n{stderr}");
+        assert!(document.get("daemon").is_none(), "{name}: {document}");
+        assert_eq!(lines(&seen), ["socket="], "{name}: a socket was pinned");
+        assert_eq!(
+            world.state()["leases"][&journal.id]["failures"],
+            1,
+            "{name}"
+        );
+    }
+}

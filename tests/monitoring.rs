@@ -166,21 +166,34 @@ fn promtool(promtool: &Path, args: &[&Path], stdin: Option<&Path>) -> String {
 /// sweep over it with a fake rch that fails without touching the journal;
 /// returns the lease directory and the run's exit code.
 fn sweep(world: &World, user: &str, stranded: usize, rch: &Path, prom: &Path) -> (PathBuf, i32) {
+    sweep_with(world, user, stranded, rch, prom, |_| {})
+}
+
+/// [`sweep`], with `adjust` given the command before it runs.
+fn sweep_with(
+    world: &World,
+    user: &str,
+    stranded: usize,
+    rch: &Path,
+    prom: &Path,
+    adjust: impl FnOnce(&mut Command),
+) -> (PathBuf, i32) {
     let lease_dir = world.path(user).join("job-leases");
     std::fs::create_dir_all(&lease_dir).expect("mkdir lease dir");
     for _ in 0..stranded {
         let journal = Journal::stale("hz4", 2 * HOUR_MS);
         std::fs::write(lease_dir.join(journal.file_name()), journal.text()).expect("journal");
     }
-    let output = World::bare_command()
+    let mut command = World::bare_command();
+    command
         .arg("--lease-dir")
         .arg(&lease_dir)
         .arg("--rch")
         .arg(rch)
         .arg("--metrics-file")
-        .arg(prom)
-        .output()
-        .expect("run rch-sweep");
+        .arg(prom);
+    adjust(&mut command);
+    let output = command.output().expect("run rch-sweep");
     (lease_dir, output.status.code().unwrap_or(-1))
 }
 
@@ -210,25 +223,15 @@ fn node_exporter_serves_two_users_sweeps_and_promtool_accepts_files_and_rules() 
     // carol has a stranded lease, but her rch's daemon does not answer: no
     // lease charged, exit 75, and the metrics say the daemon is down.
     let carol_prom = textfile.join("rch-sweep-carol.prom");
-    let carol = world.path("carol").join("job-leases");
-    std::fs::create_dir_all(&carol).expect("mkdir lease dir");
-    let journal = Journal::stale("hz4", 2 * HOUR_MS);
-    std::fs::write(carol.join(journal.file_name()), journal.text()).expect("journal");
-    let output = World::bare_command()
-        .arg("--lease-dir")
-        .arg(&carol)
-        .arg("--rch")
-        .arg(&rch)
-        .arg("--socket")
-        .arg(world.path("carol/rch.sock"))
-        .arg("--metrics-file")
-        .arg(&carol_prom)
-        .env("HOME", world.path("carol"))
-        .env_remove("XDG_RUNTIME_DIR")
-        .env("RCH_SWEEP_TEST_DAEMON_WAIT_MS", "100")
-        .output()
-        .expect("run rch-sweep");
-    assert_eq!(output.status.code(), Some(75), "{}", stderr(&output));
+    let (carol, code) = sweep_with(&world, "carol", 1, &rch, &carol_prom, |command| {
+        command
+            .arg("--socket")
+            .arg(world.path("carol/rch.sock"))
+            .env("HOME", world.path("carol"))
+            .env_remove("XDG_RUNTIME_DIR")
+            .env("RCH_SWEEP_TEST_DAEMON_WAIT_MS", "100");
+    });
+    assert_eq!(code, 75, "carol's daemon is down");
 
     for prom in [&alice_prom, &bob_prom, &carol_prom] {
         promtool(
