@@ -1,6 +1,7 @@
 //! `rch-sweep [run]`: the run's steps in order, each a call: preflight
-//! (lease directory, locks, metrics path, `rch`, state), scan, plan,
-//! recover ([`crate::dispatch`]), record ([`crate::record`]), save
+//! (lease directory, locks, metrics path, `rch`, state), scan, plan, rch's
+//! daemon when something is due ([`crate::daemon`]), recover
+//! ([`crate::dispatch`]), record ([`crate::record`]), save
 //! ([`crate::persist`]), report. A dry run and `--check` stop after the
 //! plan and write nothing.
 
@@ -18,6 +19,7 @@ use crate::record::{self, Policy};
 use crate::recover::Fault;
 use crate::report::{LeaseLine, Outcome, Summary};
 use crate::scan::{self, Scan, ScanOptions};
+use crate::verdict::Candidate;
 use crate::{daemon, dispatch, fsio, log, persist, recover, signals, state};
 use anyhow::{Context, Result};
 use std::path::PathBuf;
@@ -238,13 +240,7 @@ fn sweep(run: &Run) -> Result<ExitCode> {
         ),
     };
     if let Some(report) = daemon.as_mut().filter(|report| report.up)
-        && let Some(error) = attempts
-            .iter()
-            .flatten()
-            .find_map(|attempt| match &attempt.outcome {
-                recover::Outcome::NotCharged(Fault::DaemonDown, error) => Some(error),
-                _ => None,
-            })
+        && let Some(error) = lost_daemon(&attempts)
     {
         report.lose(error);
     }
@@ -327,8 +323,8 @@ fn check_daemon(run: &Run, settings: &mut recover::Settings) -> Option<daemon::R
 /// The attempts of a run whose daemon does not answer: none started, each
 /// due candidate kept back with the daemon's error and its entry unchanged.
 fn kept_back(
-    candidates: &[crate::verdict::Candidate],
-    due: &[(usize, &crate::verdict::Candidate)],
+    candidates: &[Candidate],
+    due: &[(usize, &Candidate)],
     report: &daemon::Report,
 ) -> Vec<Option<recover::Attempt>> {
     let mut attempts = vec![None; candidates.len()];
@@ -339,6 +335,18 @@ fn kept_back(
         ));
     }
     attempts
+}
+
+/// The error of the first attempt whose recheck found rch's daemon gone
+/// (SPEC "rch's daemon", step 4), if any.
+fn lost_daemon(attempts: &[Option<recover::Attempt>]) -> Option<&str> {
+    attempts
+        .iter()
+        .flatten()
+        .find_map(|attempt| match &attempt.outcome {
+            recover::Outcome::NotCharged(Fault::DaemonDown, error) => Some(error.as_str()),
+            _ => None,
+        })
 }
 
 fn recover_settings(run: &Run, rch: PathBuf) -> recover::Settings {
