@@ -204,8 +204,10 @@ with open(f"{directory}/{wrapper}.json", "w") as f:
     json.dump(lease, f, indent=2)
 EOF
 }
-fake() { # path body
-  printf '#!/bin/sh\n%s\n' "$2" >"$1"
+fake() { # path body: an rch whose `jobs recover` runs body; anything else
+  # (`daemon status` included) is a usage error, as an rch without that
+  # command answers, so a run checks no daemon and only recoveries are timed
+  printf '#!/bin/sh\n[ "$1 $2" = "jobs recover" ] || { echo "error: unrecognized subcommand" >&2; exit 2; }\n%s\n' "$2" >"$1"
   chmod 755 "$1"
 }
 

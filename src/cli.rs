@@ -19,6 +19,11 @@ $HOME/.cargo/bin/rch, else /usr/local/bin/rch]";
 /// not take the flag, show a next attempt with.
 pub const DEFAULT_BACKOFF_MAX_SECS: u64 = 21_600;
 
+const SOCKET_HELP: &str = "rch's daemon socket: checked (GET /health) before any recovery and \
+handed to every child as RCH_SOCKET_PATH; while no daemon answers there, no lease is charged and \
+the run exits 75 (78 when one answers at another of rch's usual places) [default: the socket \
+`rch --json --format json daemon status` names]";
+
 /// The environment variables that stand in for flags. An empty one counts
 /// as unset (SPEC), which clap alone would read as an empty value.
 pub const ENV_VARS: [&str; 5] = [
@@ -42,7 +47,9 @@ oldest heartbeat first. Failures back off per lease in a state file. Meant to ru
 minutes from a systemd timer or cron; `--dry-run` shows the plan without touching anything.",
     after_help = "Exit status: 0 ok, 1 a recovery failed (or --check found work due), 2 bad \
 command line, 74 I/O error, 75 temporary host fault charging no lease (another sweep holds the \
-lock or no process could be started), 78 configuration error, 128+N stopped by signal N.\nSee rch-sweep(1) for how a journal is judged.",
+lock; rch's daemon is not answering; no process could be started), 78 configuration error, \
+128+N stopped by signal N.
+See rch-sweep(1) for how a journal is judged.",
     args_conflicts_with_subcommands = true,
     disable_help_subcommand = true
 )]
@@ -70,15 +77,16 @@ pub enum Command {
     #[command(
         long_about = "Check what a timer run with these options would meet: the lease directory, \
 the state file and its folder, the locks, rch (and what `rch --version` says, and whether a \
-timer's or cron's PATH finds the same one), the metrics file, the journals a dry run would \
-judge, the host (PID namespace, free space where the state is saved) and the environment \
-(which decisions rest on variables a timer or cron line lacks). Each check is ok, warn or \
-fail, with a fix; a real run refuses exactly what this reports as fail. Writes, renames and \
-creates nothing, takes no lock, and starts no program but `rch --version` (and, with --as, \
-itself). With --as ROUTE it re-executes itself in the environment that route gives a run \
-(cron: HOME, LOGNAME, SHELL=/bin/sh, PATH=/usr/bin:/bin; user-timer and system-timer: what \
-the shipped units give), keeping the options given on the command line and dropping every \
-other variable. Exit status: 0 when no check fails, 1 otherwise."
+timer's or cron's PATH finds the same one), rch's daemon (whether it answers where rch looks \
+for it), the metrics file, the journals a dry run would judge, the host (PID namespace, free \
+space where the state is saved) and the environment (which decisions rest on variables a timer \
+or cron line lacks). Each check is ok, warn or fail, with a fix; a real run refuses exactly what \
+this reports as fail. Writes, renames and creates nothing, takes no lock, and starts no program \
+but `rch --version` and `rch --json --format json daemon status` (and asks rch's daemon for its \
+health; with --as, it also runs itself). With --as ROUTE it re-executes itself in the \
+environment that route gives a run (cron: HOME, LOGNAME, SHELL=/bin/sh, PATH=/usr/bin:/bin; \
+user-timer and system-timer: what the shipped units give), keeping the options given on the \
+command line and dropping every other variable. Exit status: 0 when no check fails, 1 otherwise."
     )]
     Doctor(DoctorArgs),
 }
@@ -135,8 +143,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "PATH", env = "RCH_SWEEP_RCH", help = RCH_HELP)]
     pub rch: Option<PathBuf>,
 
-    /// Handed to the child as RCH_SOCKET_PATH when set
-    #[arg(long, value_name = "PATH", env = "RCH_SOCKET_PATH")]
+    #[arg(long, value_name = "PATH", env = "RCH_SOCKET_PATH", help = SOCKET_HELP)]
     pub socket: Option<PathBuf>,
 
     /// Recoveries started in one run, and most in flight at once (1 to 64)

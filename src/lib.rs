@@ -5,7 +5,8 @@
 //! `observation`, `stat`, `evidence`); the decisions over it (`judge`,
 //! `plan`, `backoff`, `exit`, `record`) are functions over plain data; the
 //! modules around them do the I/O: `journal` and `owner` read, `preflight`
-//! looks, `child`, `recover` and `dispatch` run `rch`, `state`, `lock`,
+//! looks, `child`, `recover` and `dispatch` run `rch` (`daemon` asks it,
+//! and its daemon, which socket to use and whether it answers), `state`, `lock`,
 //! `fsio` and `persist` write, `report`, `evidence_text`, `metrics` and
 //! `log` speak. No module imports one above it (README, "Development").
 
@@ -15,6 +16,7 @@ pub mod child;
 pub mod cli;
 pub mod cmd;
 pub mod config;
+pub mod daemon;
 pub mod dispatch;
 pub mod evidence;
 pub mod evidence_text;

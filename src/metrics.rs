@@ -141,6 +141,15 @@ pub fn render(summary: &Summary, now: SystemTime, last_success_unix_ms: Option<u
         "1 when the last run found its lease directory; 0 when it did not (nothing was swept).",
         &plain(if summary.lease_dir_present { 1.0 } else { 0.0 }),
     );
+    // Only a run that checked the daemon knows; a 0 or 1 made up by one
+    // that did not would hide or fake an outage.
+    if let Some(daemon) = &summary.daemon {
+        gauge(
+            "rch_sweep_daemon_up",
+            "1 when rch's daemon answered at the socket the last run checked, 0 when not.",
+            &plain(if daemon.up { 1.0 } else { 0.0 }),
+        );
+    }
     out
 }
 

@@ -70,11 +70,19 @@ pub fn attempts(
             recover::Outcome::NotCharged(fault, error) => {
                 // Not the lease's fault: it keeps its backoff entry exactly
                 // as it was, and waits for the next run like any deferred one.
-                if let Some(message) = run_message(fault, &error) {
+                let run_error = match (fault, &summary.daemon) {
+                    // The daemon's own report names the socket, how it was
+                    // chosen, where else one answers, and the fix.
+                    (Fault::DaemonDown, Some(daemon)) => daemon
+                        .message()
+                        .map(|message| (daemon.exit_code(), message)),
+                    _ => run_message(fault, &error).map(|message| (fault.exit_code(), message)),
+                };
+                if let Some((code, message)) = run_error {
                     if !summary.errors.contains(&message) {
                         log::error(&message);
                     }
-                    summary.fail(fault.exit_code(), message);
+                    summary.fail(code, message);
                 }
                 (Outcome::Deferred, Some(error))
             }

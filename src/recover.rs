@@ -4,6 +4,7 @@
 
 use crate::backoff::now_unix_ms;
 use crate::child::{self, ChildSpec, Ending};
+use crate::daemon;
 use crate::exit::ExitCode;
 use crate::journal::{DurableJobLease, LeaseDir, ReadFailure};
 use crate::judge;
@@ -22,7 +23,13 @@ pub const ADMISSION_CHANGED: &str =
 #[derive(Clone, Debug)]
 pub struct Settings {
     pub rch: PathBuf,
+    /// Handed to every child as `RCH_SOCKET_PATH`: the socket the run
+    /// checked, so the daemon checked is the daemon used.
     pub socket: Option<PathBuf>,
+    /// Set when the run checked rch's daemon at `socket` before it started
+    /// anything: a failed recovery is then checked against it once more
+    /// before the lease is charged (SPEC "rch's daemon", step 4).
+    pub daemon_waits: Option<daemon::Waits>,
     /// The judged lease directory, symlinks resolved.
     pub lease_dir: PathBuf,
     /// The state home rch finds that directory in as `job-leases`: its
@@ -110,7 +117,7 @@ impl Attempt {
 /// lease directory only as `$RCH_STATE_HOME/job-leases` (before
 /// `XDG_STATE_HOME` and `HOME`), so naming the judged directory's state
 /// home makes it act on exactly the journal that was judged.
-fn child_env(settings: &Settings) -> Vec<(OsString, OsString)> {
+pub fn child_env(settings: &Settings) -> Vec<(OsString, OsString)> {
     let state_home = settings.state_home.as_os_str().to_os_string();
     let mut env = vec![("RCH_STATE_HOME".into(), state_home)];
     if let Some(socket) = &settings.socket {
@@ -216,20 +223,41 @@ fn attempt(settings: &Settings, candidate: &Candidate, stop: &dyn Fn() -> bool) 
 /// A recovery whose child (`child`, its PID) did not succeed, charged to
 /// its lease unless [`failure_not_its_own`] finds another cause.
 fn failed(settings: &Settings, id: &str, child: u32, error: String) -> Outcome {
-    match failure_not_its_own(settings, id, child) {
+    match failure_not_its_own(settings, id, child, &error) {
         Some((fault, why)) => Outcome::NotCharged(fault, why),
         None => Outcome::Failed(error),
     }
 }
 
 /// Was this failure the lease's own? Looked at again after a child failed
-/// and before the failure is charged: when another process holds the
-/// lease's recovery lock, `rch` failed because of it (it refuses at once
-/// while the lock is held), and the lease is not to blame. A lock our own
-/// child took (`/proc/locks` names the process that took it) and left to a
-/// helper is no other process's.
-fn failure_not_its_own(settings: &Settings, id: &str, child: u32) -> Option<(Fault, String)> {
-    recovery_lock_holder(&settings.lease_dir, id, Some(child)).map(|pid| (Fault::Busy, busy(pid)))
+/// and before the failure is charged, since `rch jobs recover` exits 1 for
+/// causes that are not the lease's:
+/// - another process holds the lease's recovery lock (rch refuses at once
+///   while it is held). A lock our own child took (`/proc/locks` names the
+///   process that took it) and left to a helper is no other process's;
+/// - rch's daemon, which every recovery needs, no longer answers at the
+///   socket the run checked (one try; SPEC "rch's daemon", step 4).
+fn failure_not_its_own(
+    settings: &Settings,
+    id: &str,
+    child: u32,
+    error: &str,
+) -> Option<(Fault, String)> {
+    if let Some(pid) = recovery_lock_holder(&settings.lease_dir, id, Some(child)) {
+        return Some((Fault::Busy, busy(pid)));
+    }
+    let (Some(socket), Some(waits)) = (&settings.socket, &settings.daemon_waits) else {
+        return None;
+    };
+    daemon::probe(socket, waits).err().map(|why| {
+        (
+            Fault::DaemonDown,
+            format!(
+                "{} (after the recovery failed: {error})",
+                daemon::not_answering(socket, &why)
+            ),
+        )
+    })
 }
 
 /// The error of a lease someone else is recovering.

@@ -2,6 +2,7 @@
 //! SPEC's JSON document). Built from plain data after the run; prints nothing
 //! itself.
 
+use crate::daemon;
 use crate::exit::ExitCode;
 use crate::human::span;
 use crate::verdict::{Candidate, SkipReason, Skipped};
@@ -112,6 +113,8 @@ pub struct Summary {
     /// What made the exit code 74, 75 or 78 once past preflight (a state
     /// file that could not be written, an `rch` that could not be started).
     pub errors: Vec<String>,
+    /// What the run found out about rch's daemon, when it checked it.
+    pub daemon: Option<daemon::Report>,
 }
 
 /// The SPEC's counts; they add up as it says.
@@ -200,6 +203,7 @@ impl Summary {
             interrupted: counts.interrupted,
             deferred: counts.deferred,
             would_recover: self.dry_run.then_some(counts.would_recover),
+            daemon: self.daemon.as_ref().map(JsonDaemon::from),
             leases,
             exit_code: self.exit_code.code(),
             error: self.error(),
@@ -235,6 +239,10 @@ impl Summary {
                 }
                 out.push('\n');
             }
+        }
+        if let Some(daemon) = &self.daemon {
+            out.push_str(&daemon.line());
+            out.push('\n');
         }
         out.push_str(&self.summary_line());
         out.push('\n');
@@ -414,10 +422,40 @@ struct JsonSummary<'a> {
     deferred: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     would_recover: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    daemon: Option<JsonDaemon<'a>>,
     leases: Vec<JsonLease<'a>>,
     exit_code: i32,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<String>,
+}
+
+/// SPEC's `daemon` object: the socket checked, how it was chosen, whether
+/// it answered, and why not.
+#[derive(Serialize)]
+struct JsonDaemon<'a> {
+    socket: String,
+    chosen_by: &'static str,
+    up: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    answering_elsewhere: Option<String>,
+}
+
+impl<'a> From<&'a daemon::Report> for JsonDaemon<'a> {
+    fn from(report: &'a daemon::Report) -> Self {
+        JsonDaemon {
+            socket: report.socket.to_string_lossy().into_owned(),
+            chosen_by: report.chosen_by.as_str(),
+            up: report.up,
+            error: report.error.as_deref(),
+            answering_elsewhere: report
+                .answering_elsewhere
+                .as_ref()
+                .map(|path| path.to_string_lossy().into_owned()),
+        }
+    }
 }
 
 /// Counts by reason, only reasons that occurred, in SPEC order.
@@ -520,7 +558,45 @@ mod tests {
             skipped_list: Vec::new(),
             exit_code: ExitCode::Failed,
             errors: Vec::new(),
+            daemon: None,
         }
+    }
+
+    #[test]
+    fn the_daemon_object_appears_only_when_it_was_checked() {
+        let mut s = summary(false, vec![line("a", Outcome::Deferred)]);
+        let value: serde_json::Value = serde_json::from_str(&s.json()).expect("json");
+        assert!(value.get("daemon").is_none());
+        assert!(!s.human(false).contains("daemon"));
+        s.daemon = Some(daemon::Report::new(
+            "/home/a/.cache/rch/rch.sock".into(),
+            daemon::ChosenBy::Rch,
+            Err("no socket there".into()),
+            Some("/run/user/1000/rch.sock".into()),
+        ));
+        let value: serde_json::Value = serde_json::from_str(&s.json()).expect("json");
+        assert_eq!(
+            value["daemon"],
+            serde_json::json!({"socket": "/home/a/.cache/rch/rch.sock", "chosen_by": "rch",
+                "up": false, "error": "no socket there",
+                "answering_elsewhere": "/run/user/1000/rch.sock"})
+        );
+        let text = s.human(false);
+        assert!(
+            text.contains("rch's daemon does not answer at /home/a/.cache/rch/rch.sock (as rch resolves it): no socket there; one answers at /run/user/1000/rch.sock\n"),
+            "{text}"
+        );
+        s.daemon = Some(daemon::Report::new(
+            "/s.sock".into(),
+            daemon::ChosenBy::Option,
+            Ok(()),
+            None,
+        ));
+        let value: serde_json::Value = serde_json::from_str(&s.json()).expect("json");
+        assert_eq!(
+            value["daemon"],
+            serde_json::json!({"socket": "/s.sock", "chosen_by": "option", "up": true})
+        );
     }
 
     #[test]

@@ -74,7 +74,7 @@ fn a_real_run_refuses_a_lease_dir_not_named_job_leases_and_a_dry_run_takes_it() 
     std::fs::create_dir(&other).expect("mkdir");
     let journal = Journal::stale("hz4", 2 * HOUR_MS);
     std::fs::write(other.join(journal.file_name()), journal.text()).expect("write");
-    let rch = world.script(
+    let rch = world.fake_rch(
         "rch",
         &format!("touch '{}'", world.path("started").display()),
     );
@@ -120,7 +120,7 @@ fn a_descriptor_rch_sweep_inherited_never_reaches_the_child() {
     let world = World::new();
     world.add(&Journal::stale("hz4", 2 * HOUR_MS));
     let fds = world.path("fds");
-    let rch = world.script(
+    let rch = world.fake_rch(
         "rch",
         &format!(
             "for fd in 7 200; do [ -e /proc/$$/fd/$fd ] && echo \"leaked $fd\"; done > '{fds}'\nls -l /proc/$$/fd >> '{fds}'\nexit 1",
@@ -290,7 +290,7 @@ fn assert_refused(output: &std::process::Output, why: &str, context: &str) {
 /// The state path holds something rch-sweep did not create: every command
 /// answers 74 and leaves the whole folder exactly as it was.
 fn assert_state_path_refused(world: &World, what: &str) {
-    let rch = world.script("rch", "exit 1");
+    let rch = world.fake_rch("rch", "exit 1");
     let before = tree(world.dir.path());
     let rch = rch.to_str().expect("utf8");
     for args in [
@@ -349,7 +349,7 @@ fn another_users_state_file_or_lock_is_74_for_run_and_forget() {
     let state = json!({"version": 1, "leases": {}}).to_string();
     std::fs::write(world.state_file(), &state).expect("write");
     std::os::unix::fs::chown(world.state_file(), Some(nobody), Some(nobody)).expect("chown");
-    let rch = world.script("rch", "exit 1");
+    let rch = world.fake_rch("rch", "exit 1");
     let rch = rch.to_str().expect("utf8");
     let before = tree(world.dir.path());
     for args in [&["--rch", rch][..], &["forget", "--all"]] {
@@ -415,7 +415,7 @@ fn world_command(world: &World, args: &[&str]) -> std::process::Command {
 fn a_state_path_inside_the_lease_dir_is_78_and_nothing_is_created_there() {
     let world = World::new();
     world.add(&Journal::stale("hz4", 2 * HOUR_MS));
-    let rch = world.script("rch", "exit 1");
+    let rch = world.fake_rch("rch", "exit 1");
     let before = tree(&world.leases());
     for state in [
         world.leases(),
@@ -450,7 +450,7 @@ fn a_missing_named_lease_dir_warns_and_creates_nothing() {
     let world = World::new();
     let typo = world.path("typo/job-leases");
     let metrics = world.path("rch-sweep.prom");
-    let rch = world.script("rch", "exit 1");
+    let rch = world.fake_rch("rch", "exit 1");
     let before = tree(world.dir.path());
     let output = World::bare_command()
         .arg("--lease-dir")

@@ -108,7 +108,7 @@ impl Sandbox {
         // The child names a file after its pid (creating a name is atomic),
         // sleeps as long as the test says and fails, or hangs: it becomes
         // `sleep 30`, which only the parent-death signal ends in time.
-        let rch = world.script(
+        let rch = world.fake_rch(
             "rch",
             &format!(
                 ": > '{pids}/'$$\ns=$(cat '{sleep}')\n[ \"$s\" = hang ] && exec sleep 30\nsleep \"$s\"\nexit 1",

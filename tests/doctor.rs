@@ -21,12 +21,20 @@ fn utf8(path: &Path) -> &str {
 /// A fake `rch` that writes every argument list it is given to `rch.log`
 /// and answers `--version` as rch does; a recovery would fail.
 fn logging_rch(world: &World) -> PathBuf {
-    world.fake_rch(
+    logging_rch_with(world, false)
+}
+
+/// [`logging_rch`], knowing its daemon (`daemon status`) when `daemon`.
+fn logging_rch_with(world: &World, daemon: bool) -> PathBuf {
+    let log = format!("echo \"$*\" >> '{}'", world.path("rch.log").display());
+    world.fake_rch_with(
         "rch",
-        &format!(
-            "echo \"$*\" >> '{log}'\nif [ \"$1\" = --version ]; then echo 'rch 2.1.24'; exit 0; fi\nexit 1",
-            log = world.path("rch.log").display()
-        ),
+        &FakeRch {
+            first: &log,
+            version: Some("echo 'rch 2.1.24'"),
+            recover: "exit 1",
+            daemon,
+        },
     )
 }
 
@@ -111,11 +119,12 @@ fn names(document: &Value) -> Vec<String> {
 }
 
 /// Every check, in SPEC's order (`metrics` with a metrics file named).
-const EVERY_CHECK: [&str; 8] = [
+const EVERY_CHECK: [&str; 9] = [
     "lease_dir",
     "state",
     "lock",
     "rch",
+    "daemon",
     "metrics",
     "journals",
     "host",
@@ -128,6 +137,15 @@ fn a_healthy_setup_passes_every_check_and_changes_nothing() {
         let world = World::new();
         world.add(&Journal::stale("hz4", 2 * HOUR_MS));
         let mut setup = Setup::of(&world);
+        // rch knows its daemon, which answers where rch looks for it under
+        // any route: `~/.cache/rch/rch.sock`, with no XDG_RUNTIME_DIR (a
+        // socket found through it would rest on a variable cron lacks). The
+        // home is outside the world, whose tree must not change.
+        setup.args[1] = utf8(&logging_rch_with(&world, true)).into();
+        let home = tempfile::tempdir().expect("home");
+        fs::create_dir_all(home.path().join(".cache/rch")).expect("mkdir cache");
+        setup.env = vec![("HOME".into(), utf8(home.path()).into())];
+        let daemon = FakeDaemon::start(&home.path().join(".cache/rch/rch.sock"), Reply::Healthy);
         let textfile = world.path("textfile");
         fs::create_dir(&textfile).expect("mkdir");
         let prom = textfile.join("rch.prom");
@@ -199,9 +217,18 @@ fn a_healthy_setup_passes_every_check_and_changes_nothing() {
             "{document}"
         );
         assert_eq!(
+            row(&document, "daemon")["finding"],
+            format!(
+                "rch's daemon answers at {} (as rch resolves it)",
+                daemon.socket.display()
+            ),
+            "{document}"
+        );
+        let asked = ["--version", "--json --format json daemon status"];
+        assert_eq!(
             rch_calls(&world),
-            ["--version", "--version"],
-            "the fake saw more than --version"
+            [asked, asked].concat(),
+            "the fake saw more than --version and daemon status"
         );
         assert_eq!(tree(), before, "existing {existing}");
         // Text: one aligned line per check, status first.
@@ -771,7 +798,13 @@ fn every_warning_row_of_the_table_happens() {
     }
 
     // rch: --version fails; a timer's PATH would find another rch or none.
-    let failing = world.fake_rch("rch-failing", "echo broken >&2\nexit 3");
+    let failing = world.fake_rch_with(
+        "rch-failing",
+        &FakeRch {
+            version: Some("echo broken >&2\nexit 3"),
+            ..FakeRch::default()
+        },
+    );
     let mut other = Setup::of(&world);
     other.args = vec!["--rch".into(), utf8(&failing).into()];
     let (code, document) = other.doctor();
@@ -912,9 +945,13 @@ fn a_hanging_version_is_answered_within_fifteen_seconds_and_killed() {
     let world = World::new();
     world.add(&Journal::stale("hz4", 2 * HOUR_MS));
     let pids = world.path("pids");
-    let rch = world.fake_rch(
+    let hang = format!("sleep 60 &\necho \"$$ $!\" > '{}'\nwait", pids.display());
+    let rch = world.fake_rch_with(
         "rch-hanging",
-        &format!("sleep 60 &\necho \"$$ $!\" > '{}'\nwait", pids.display()),
+        &FakeRch {
+            version: Some(&hang),
+            ..FakeRch::default()
+        },
     );
     let mut setup = Setup::of(&world);
     setup.args = vec!["--rch".into(), utf8(&rch).into()];

@@ -664,7 +664,7 @@ fn the_environment_check_names_what_a_timer_or_cron_lacks() {
     version_rch(&world, "bin/rch");
     let runtime = world.path("run");
     fs::create_dir(&runtime).expect("mkdir");
-    let _daemon = std::os::unix::net::UnixListener::bind(runtime.join("rch.sock")).expect("bind");
+    let _daemon = FakeDaemon::start(&runtime.join("rch.sock"), Reply::Healthy);
     let path = format!("{}:/usr/bin:/bin", bin.display());
     let home = world.path("home");
     let leases = world.leases();

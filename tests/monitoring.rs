@@ -166,21 +166,34 @@ fn promtool(promtool: &Path, args: &[&Path], stdin: Option<&Path>) -> String {
 /// sweep over it with a fake rch that fails without touching the journal;
 /// returns the lease directory and the run's exit code.
 fn sweep(world: &World, user: &str, stranded: usize, rch: &Path, prom: &Path) -> (PathBuf, i32) {
+    sweep_with(world, user, stranded, rch, prom, |_| {})
+}
+
+/// [`sweep`], with `adjust` given the command before it runs.
+fn sweep_with(
+    world: &World,
+    user: &str,
+    stranded: usize,
+    rch: &Path,
+    prom: &Path,
+    adjust: impl FnOnce(&mut Command),
+) -> (PathBuf, i32) {
     let lease_dir = world.path(user).join("job-leases");
     std::fs::create_dir_all(&lease_dir).expect("mkdir lease dir");
     for _ in 0..stranded {
         let journal = Journal::stale("hz4", 2 * HOUR_MS);
         std::fs::write(lease_dir.join(journal.file_name()), journal.text()).expect("journal");
     }
-    let output = World::bare_command()
+    let mut command = World::bare_command();
+    command
         .arg("--lease-dir")
         .arg(&lease_dir)
         .arg("--rch")
         .arg(rch)
         .arg("--metrics-file")
-        .arg(prom)
-        .output()
-        .expect("run rch-sweep");
+        .arg(prom);
+    adjust(&mut command);
+    let output = command.output().expect("run rch-sweep");
     (lease_dir, output.status.code().unwrap_or(-1))
 }
 
@@ -198,7 +211,7 @@ fn node_exporter_serves_two_users_sweeps_and_promtool_accepts_files_and_rules() 
     let world = World::new();
     let textfile = world.path("textfile");
     std::fs::create_dir(&textfile).expect("mkdir textfile");
-    let rch = world.script("rch", "echo 'worker unreachable' >&2\nexit 1");
+    let rch = world.fake_rch("rch", "echo 'worker unreachable' >&2\nexit 1");
 
     // alice has a stranded lease whose recovery fails; bob has none.
     let alice_prom = textfile.join("rch-sweep-alice.prom");
@@ -207,8 +220,20 @@ fn node_exporter_serves_two_users_sweeps_and_promtool_accepts_files_and_rules() 
     assert_eq!(code, 1, "alice's recovery fails");
     let (bob, code) = sweep(&world, "bob", 0, &rch, &bob_prom);
     assert_eq!(code, 0, "bob has nothing to do");
+    // carol has a stranded lease, but her rch's daemon does not answer: no
+    // lease charged, exit 75, and the metrics say the daemon is down.
+    let carol_prom = textfile.join("rch-sweep-carol.prom");
+    let (carol, code) = sweep_with(&world, "carol", 1, &rch, &carol_prom, |command| {
+        command
+            .arg("--socket")
+            .arg(world.path("carol/rch.sock"))
+            .env("HOME", world.path("carol"))
+            .env_remove("XDG_RUNTIME_DIR")
+            .env("RCH_SWEEP_TEST_DAEMON_WAIT_MS", "100");
+    });
+    assert_eq!(code, 75, "carol's daemon is down");
 
-    for prom in [&alice_prom, &bob_prom] {
+    for prom in [&alice_prom, &bob_prom, &carol_prom] {
         promtool(
             &promtool_bin,
             &[Path::new("check"), Path::new("metrics")],
@@ -230,7 +255,11 @@ fn node_exporter_serves_two_users_sweeps_and_promtool_accepts_files_and_rules() 
         "node_exporter could not read the textfile directory:\n{served}\n{}",
         std::fs::read_to_string(&exporter.log).unwrap_or_default()
     );
-    for (prom, lease_dir) in [(&alice_prom, &alice), (&bob_prom, &bob)] {
+    for (prom, lease_dir) in [
+        (&alice_prom, &alice),
+        (&bob_prom, &bob),
+        (&carol_prom, &carol),
+    ] {
         let written = samples(&std::fs::read_to_string(prom).expect("metrics file"));
         assert!(written.len() >= 20, "{prom:?}: {written:?}");
         let label = format!("lease_dir=\"{}\"", lease_dir.display());
@@ -253,6 +282,20 @@ fn node_exporter_serves_two_users_sweeps_and_promtool_accepts_files_and_rules() 
     };
     assert_eq!(failed(&alice), Some(1.0));
     assert_eq!(failed(&bob), Some(0.0));
+    assert_eq!(failed(&carol), Some(0.0));
+    let daemon_up = |lease_dir: &Path| {
+        served_samples
+            .get(&format!(
+                "rch_sweep_daemon_up{{lease_dir=\"{}\"}}",
+                lease_dir.display()
+            ))
+            .copied()
+    };
+    assert_eq!(daemon_up(&carol), Some(0.0), "{served}");
+    // alice's rch cannot say which socket it uses, bob had nothing due:
+    // neither checked, so neither claims anything.
+    assert_eq!(daemon_up(&alice), None);
+    assert_eq!(daemon_up(&bob), None);
     drop(exporter);
 
     let check = promtool(
@@ -292,7 +335,7 @@ fn node_exporter_flags_a_metrics_file_it_cannot_read_only_by_its_scrape_error() 
         .expect("chmod");
     let textfile = world.path("textfile");
     std::fs::create_dir(&textfile).expect("mkdir textfile");
-    let rch = world.script("rch", "exit 1");
+    let rch = world.fake_rch("rch", "exit 1");
     let prom = textfile.join("rch-sweep-alice.prom");
     let (alice, code) = sweep(&world, "alice", 0, &rch, &prom);
     assert_eq!(code, 0, "alice has nothing to do");

@@ -424,7 +424,7 @@ fn every_key_the_binary_emits_in_json_is_documented_in_the_man_page() {
     // Skipped with a canonical name (so with wrapper_id), and without one.
     world.write(&format!("{}.json", new_id()), "{}");
     world.write("notes.json", "{}");
-    let rch = world.script("rch", "echo 'worker unreachable' >&2\nexit 1");
+    let rch = world.fake_rch("rch", "echo 'worker unreachable' >&2\nexit 1");
     let rch = rch.to_str().expect("utf8");
 
     let mut documents: Vec<(&str, serde_json::Value)> = vec![
@@ -1235,15 +1235,19 @@ fn the_prometheus_checker_refuses_what_node_exporter_would() {
 #[test]
 fn a_sweep_writes_prometheus_metrics_atomically_and_keeps_the_last_success() {
     let world = World::new();
-    let rch = world.completing_rch();
+    let rch = world.completing_daemon_rch();
     let rch = rch.to_str().expect("utf8");
+    // A daemon that answers, so the run checks it and every series of
+    // metrics.rs is written.
+    let daemon = FakeDaemon::start(&world.path("rch.sock"), Reply::Healthy);
+    let socket = daemon.socket.to_str().expect("utf8");
     world.will_complete(Journal::stale("hz4", 2 * HOUR_MS));
     let folder = world.path("textfile");
     fs::create_dir(&folder).expect("mkdir");
     let prom = folder.join("rch.prom");
     let prom_arg = prom.to_str().expect("utf8");
 
-    let output = world.run(&["--rch", rch, "--metrics-file", prom_arg]);
+    let output = world.run(&["--rch", rch, "--socket", socket, "--metrics-file", prom_arg]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let first = metrics(&prom);
     let leases = world.leases();
@@ -1255,6 +1259,7 @@ fn a_sweep_writes_prometheus_metrics_atomically_and_keeps_the_last_success() {
         assert_eq!(family.kind.as_deref(), Some("gauge"), "{name}");
     }
     assert_eq!(sample(&first, &leases, "rch_sweep_exit_code", ""), 0.0);
+    assert_eq!(sample(&first, &leases, "rch_sweep_daemon_up", ""), 1.0);
     assert_eq!(
         sample(&first, &leases, "rch_sweep_journals_scanned", ""),
         1.0
@@ -1306,7 +1311,7 @@ fn a_sweep_writes_prometheus_metrics_atomically_and_keeps_the_last_success() {
     // left must go.
     world.add(&Journal::stale("w2", HOUR_MS));
     fs::write(folder.join(".rch.prom.left0ver.tmp"), "partial").expect("write");
-    let output = world.run(&["--rch", rch, "--metrics-file", prom_arg]);
+    let output = world.run(&["--rch", rch, "--socket", socket, "--metrics-file", prom_arg]);
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     let second = metrics(&prom);
     assert_all_labelled(&second, &leases);
@@ -1371,7 +1376,7 @@ fn a_dry_run_writes_no_metrics_and_a_name_without_prom_is_refused() {
         );
     }
 
-    let rch = world.script("rch", "exit 1");
+    let rch = world.fake_rch("rch", "exit 1");
     let rch = rch.to_str().expect("utf8");
     let txt = folder.join("rch.txt");
     let output = world.run(&["--rch", rch, "--metrics-file", txt.to_str().expect("utf8")]);
@@ -1395,7 +1400,7 @@ fn a_metrics_folder_that_cannot_take_the_file_stops_the_run_before_any_recovery(
     let world = World::new();
     world.add(&Journal::stale("hz4", 2 * HOUR_MS));
     let marker = world.path("child-started");
-    let rch = world.script("rch", &format!("touch '{}'\nexit 1", marker.display()));
+    let rch = world.fake_rch("rch", &format!("touch '{}'\nexit 1", marker.display()));
     let rch = rch.to_str().expect("utf8");
     fs::write(world.path("a-file"), "").expect("write");
     for (prom, why) in [
@@ -1429,7 +1434,7 @@ fn a_metrics_folder_this_user_cannot_write_is_refused_before_any_recovery() {
     let world = World::new();
     world.add(&Journal::stale("hz4", 2 * HOUR_MS));
     let marker = world.path("child-started");
-    let rch = world.script("rch", &format!("touch '{}'\nexit 1", marker.display()));
+    let rch = world.fake_rch("rch", &format!("touch '{}'\nexit 1", marker.display()));
     let folder = world.path("textfile");
     fs::create_dir(&folder).expect("mkdir");
     fs::set_permissions(&folder, fs::Permissions::from_mode(0o555)).expect("chmod");

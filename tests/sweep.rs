@@ -23,7 +23,7 @@ fn log_lines(path: &Path) -> Vec<String> {
 /// sleep, then exits with `exit`.
 fn timing_rch(world: &World, sleep: &str, exit: i32) -> std::path::PathBuf {
     let log = world.path("calls.log");
-    world.script(
+    world.fake_rch(
         "rch",
         &format!(
             "echo \"start $3 $(date +%s%N)\" >> '{log}'\nsleep {sleep}\necho \"end $3 $(date +%s%N)\" >> '{log}'\nexit {exit}",
@@ -143,18 +143,22 @@ fn the_child_gets_exact_argv_the_socket_and_no_shell() {
     let journal = Journal::stale("hz4", 2 * HOUR_MS);
     world.add(&journal);
     let seen = world.path("seen");
-    let rch = world.script(
+    let rch = world.fake_rch(
         "rch",
         &format!(
             "for arg in \"$@\"; do printf '%s\\n' \"$arg\"; done > '{seen}'\nprintf 'socket=%s\\n' \"$RCH_SOCKET_PATH\" >> '{seen}'\nexit 3",
             seen = seen.display()
         ),
     );
+    // A socket name no shell may see unquoted, with a daemon answering
+    // there: the run checks it and hands the child exactly that.
+    let socket = world.path("rch test;$(x).sock");
+    let _daemon = FakeDaemon::start(&socket, Reply::Healthy);
     let (code, document) = world.json(&[
         "--rch",
         rch.to_str().expect("utf8"),
         "--socket",
-        "/run/rch test;$(x).sock",
+        socket.to_str().expect("utf8"),
         "--recover-timeout",
         "77",
     ]);
@@ -167,7 +171,7 @@ fn the_child_gets_exact_argv_the_socket_and_no_shell() {
             journal.id.clone(),
             "--timeout-secs".to_owned(),
             "77".to_owned(),
-            "socket=/run/rch test;$(x).sock".to_owned(),
+            format!("socket={}", socket.display()),
         ]
     );
     assert_eq!(document["leases"][0]["error"], "exit status: 3");
@@ -179,7 +183,7 @@ fn exit_zero_without_completion_fails_and_leaves_the_journal_untouched() {
     let journal = Journal::stale("hz4", 2 * HOUR_MS).settled(102);
     let path = world.add(&journal);
     let before = std::fs::read(&path).expect("read");
-    let rch = world.script("rch", "exit 0");
+    let rch = world.fake_rch("rch", "exit 0");
     let (code, document) = world.json(&["--rch", rch.to_str().expect("utf8")]);
     assert_eq!(code, 1);
     assert_eq!(
@@ -253,7 +257,7 @@ fn failures_back_off_doubling_across_runs() {
     let world = World::new();
     let journal = Journal::stale("hz4", 2 * HOUR_MS);
     world.add(&journal);
-    let rch = world.script("rch", "echo 'worker hz4 unreachable' >&2\nexit 1");
+    let rch = world.fake_rch("rch", "echo 'worker hz4 unreachable' >&2\nexit 1");
     let args = [
         "--rch",
         rch.to_str().expect("utf8"),
@@ -374,7 +378,7 @@ fn run_with_a_one_second_deadline(world: &World, rch: &Path) -> (i32, serde_json
 fn a_hung_child_is_killed_at_the_deadline() {
     let world = World::new();
     world.add(&Journal::stale("hz4", 2 * HOUR_MS));
-    let rch = world.script("rch", "echo started >&2\nexec sleep 30");
+    let rch = world.fake_rch("rch", "echo started >&2\nexec sleep 30");
     let (code, document) = run_with_a_one_second_deadline(&world, &rch);
     assert_eq!(code, 1);
     assert_eq!(
@@ -415,7 +419,7 @@ fn a_missing_rch_is_a_configuration_error() {
 fn a_corrupt_state_file_is_moved_aside_and_an_unknown_version_stops_the_run() {
     let world = World::new();
     world.add(&Journal::stale("hz4", 2 * HOUR_MS));
-    let rch = world.script("rch", "exit 1");
+    let rch = world.fake_rch("rch", "exit 1");
     let state_dir = world.state_file().parent().expect("parent").to_path_buf();
     std::fs::create_dir_all(&state_dir).expect("mkdir");
     std::fs::write(world.state_file(), "{\"version\": 1, \"leases\": [").expect("write");
@@ -473,7 +477,7 @@ fn hold_lock(world: &World) -> std::fs::File {
 fn a_held_lock_is_exit_75_for_run_and_forget_but_not_for_status_or_dry_run() {
     let world = World::new();
     world.add(&Journal::stale("hz4", 2 * HOUR_MS));
-    let rch = world.script("rch", "exit 1");
+    let rch = world.fake_rch("rch", "exit 1");
     let _held = hold_lock(&world);
     let output = world.run(&["--rch", rch.to_str().expect("utf8")]);
     assert_eq!(output.status.code(), Some(75));
@@ -500,7 +504,7 @@ fn a_held_lock_is_exit_75_for_run_and_forget_but_not_for_status_or_dry_run() {
 fn a_held_lock_prints_one_json_document_and_what_the_docs_say_otherwise() {
     let world = World::new();
     world.add(&Journal::stale("hz4", 2 * HOUR_MS));
-    let rch = world.script(
+    let rch = world.fake_rch(
         "rch",
         &format!("touch '{}'", world.path("started").display()),
     );
@@ -559,7 +563,7 @@ fn sweep_with_a_sleeping_child(
 ) -> (std::process::Child, Vec<u32>) {
     world.add(journal);
     let pids = world.path("pids");
-    let rch = world.script(
+    let rch = world.fake_rch(
         "rch",
         &format!(
             "sleep 30 &\necho \"$$ $!\" > '{pids}.tmp'\nmv '{pids}.tmp' '{pids}'\nwait",
@@ -728,7 +732,7 @@ fn the_first_of_several_signals_decides_the_exit_code() {
 fn no_temporary_files_are_left_in_the_state_folder() {
     let world = World::new();
     world.add(&Journal::stale("hz4", 2 * HOUR_MS));
-    let rch = world.script("rch", "exit 1");
+    let rch = world.fake_rch("rch", "exit 1");
     let state_dir = world.state_file().parent().expect("parent").to_path_buf();
     std::fs::create_dir_all(&state_dir).expect("mkdir");
     // One left by a run that was SIGKILLed while saving.
@@ -754,7 +758,7 @@ fn status_and_forget_manage_backoff_entries() {
     let b = Journal::stale("b", 2 * HOUR_MS);
     world.add(&a);
     world.add(&b);
-    let rch = world.script("rch", "echo boom >&2; exit 1");
+    let rch = world.fake_rch("rch", "echo boom >&2; exit 1");
     world.run(&["--rch", rch.to_str().expect("utf8")]);
     let sub = |args: &[&str]| {
         World::bare_command()
@@ -803,7 +807,7 @@ fn forget_takes_ids_and_file_names_and_refuses_anything_else_whole() {
     let b = Journal::stale("b", 2 * HOUR_MS);
     world.add(&a);
     world.add(&b);
-    let rch = world.script("rch", "exit 1");
+    let rch = world.fake_rch("rch", "exit 1");
     world.run(&["--rch", rch.to_str().expect("utf8")]);
     let forget = |args: &[&str]| {
         World::bare_command()
@@ -896,7 +900,7 @@ fn forget_takes_journal_paths_inside_the_lease_directory() {
 fn a_stderr_flood_keeps_only_the_last_words() {
     let world = World::new();
     world.add(&Journal::stale("hz4", 2 * HOUR_MS));
-    let rch = world.script(
+    let rch = world.fake_rch(
         "rch",
         "head -c 20000000 /dev/zero | tr '\\0' 'x' >&2\necho >&2\necho 'final: source claim held' >&2\nexit 4",
     );
@@ -914,7 +918,7 @@ fn a_grandchild_holding_stderr_is_bounded_by_the_deadline_and_killed() {
     world.add(&Journal::stale("hz4", 2 * HOUR_MS));
     let pid_file = world.path("grandchild");
     // The client exits 0 at once, but leaves a process holding its stderr.
-    let rch = world.script(
+    let rch = world.fake_rch(
         "rch",
         &format!("sleep 30 &\necho $! > '{}'\nexit 0", pid_file.display()),
     );
@@ -940,7 +944,7 @@ fn escape_sequences_from_the_child_never_reach_the_terminal_or_the_state() {
     let world = World::new();
     let journal = Journal::stale("hz4", 2 * HOUR_MS);
     world.add(&journal);
-    let rch = world.script(
+    let rch = world.fake_rch(
         "rch",
         "printf 'boom\\033]0;owned\\007\\033[2J done\\n' >&2\nexit 1",
     );

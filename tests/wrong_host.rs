@@ -396,7 +396,7 @@ fn no_inherited_descriptor_leaks_without_close_range_or_under_a_lowered_limit() 
     let world = World::new();
     world.add(&Journal::stale("hz4", 2 * HOUR_MS));
     let seen = world.path("seen");
-    let rch = world.script(
+    let rch = world.fake_rch(
         "rch",
         &format!(
             "if [ -e /proc/$$/fd/3000 ]; then echo leaked; else echo clean; fi > '{seen}'\nexit 1",
@@ -432,7 +432,7 @@ fn a_state_folder_another_user_could_swap_is_refused_and_left_alone() {
     let world = World::new();
     world.add(&Journal::stale("hz4", 2 * HOUR_MS));
     let marker = world.path("started");
-    let rch = world.script("rch", &format!("touch '{}'", marker.display()));
+    let rch = world.fake_rch("rch", &format!("touch '{}'", marker.display()));
     let folder = world.state_file().parent().expect("folder").to_path_buf();
     fs::create_dir(&folder).expect("mkdir");
     let cases: [(Option<u32>, u32, &str); 2] = [
@@ -512,7 +512,7 @@ fn a_metrics_path_that_is_a_folder_stops_the_run_and_claims_no_success() {
     let world = World::new();
     world.add(&Journal::stale("hz4", 2 * HOUR_MS));
     let marker = world.path("started");
-    let rch = world.script("rch", &format!("touch '{}'", marker.display()));
+    let rch = world.fake_rch("rch", &format!("touch '{}'", marker.display()));
     let prom = world.path("textfile/rch.prom");
     fs::create_dir_all(&prom).expect("a folder at the metrics path");
     let before = snapshot(world.dir.path());
@@ -676,7 +676,7 @@ fn two_sweeps_of_one_directory_never_run_at_once() {
     world.add(&Journal::stale("hz4", 2 * HOUR_MS));
     let listed = files_in(&world.leases());
     let started = world.path("started");
-    let rch = world.script(
+    let rch = world.fake_rch(
         "rch",
         &format!("touch '{}'\nsleep 3\nexit 1", started.display()),
     );
@@ -745,7 +745,7 @@ fn two_sweeps_of_one_directory_never_run_at_once() {
 fn every_error_exit_prints_one_json_document() {
     let world = World::new();
     world.add(&Journal::stale("hz4", 2 * HOUR_MS));
-    let rch = world.script("rch", "exit 0");
+    let rch = world.fake_rch("rch", "exit 0");
     // 78: no rch anywhere.
     let mut command = world.command(&["--json"]);
     command
@@ -874,7 +874,7 @@ fn status_keeps_every_line_of_an_error_under_its_entry_and_the_summary_times_the
     let world = World::new();
     let journal = Journal::stale("hz4", 2 * HOUR_MS);
     world.add(&journal);
-    let rch = world.script("rch", "printf 'first line\\nsecond line\\n' >&2\nexit 1");
+    let rch = world.fake_rch("rch", "printf 'first line\\nsecond line\\n' >&2\nexit 1");
     let output = world.run(&["--rch", utf8(&rch)]);
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     let summary = stdout(&output);

@@ -5,10 +5,12 @@
 //! state file, `rch` and metrics file a run with them would use, through
 //! the same [`preflight`] checks a run stops at: what a run refuses, this
 //! reports as `fail`. It adds what only a person needs to see (who holds a
-//! lock, what `rch --version` says, what a timer's `PATH` would find, what
-//! the journals look like, what the host and the environment hold that a
-//! timer's run would not) and changes nothing: no file is written, renamed
-//! or created, no lock taken, no program started but `<rch> --version`.
+//! lock, what `rch --version` says, what a timer's `PATH` would find,
+//! whether rch's daemon answers where `rch` looks for it, what the journals
+//! look like, what the host and the environment hold that a timer's run
+//! would not) and changes nothing: no file is written, renamed or created,
+//! no lock taken, no program started but `<rch> --version` and `<rch> --json
+//! --format json daemon status`.
 //!
 //! `--as ROUTE` answers for the run cron or a unit starts rather than for
 //! this shell: it re-executes this very binary in the environment that
@@ -27,7 +29,7 @@ use crate::plan::{self, Slot};
 use crate::preflight::{self, Check, Finding, Intent, Status};
 use crate::scan::{self, ScanOptions};
 use crate::verdict::SkipReason;
-use crate::{account, host, log, route, state};
+use crate::{account, daemon, host, log, recover, route, state};
 use anyhow::Result;
 use std::ffi::{OsStr, OsString};
 use std::fmt::Write as _;
@@ -46,18 +48,22 @@ pub fn run(args: DoctorArgs) -> Result<ExitCode> {
     super::run::check_args(&args)?;
     super::run::refuse_tilde(&args)?;
     let target = Target::resolve(&args.paths);
+    // `rch --version` before rch is asked for its daemon, as listed.
+    let rch_finding = not_yet(&target, rch(&args));
+    let (daemon_finding, rch_socket) = daemon(&target, &args);
     let mut findings = vec![
         preflight::lease_dir(&target.lease_dir, Intent::Doctor),
         not_yet(&target, state(&target)),
         preflight::lock(&target.lease_dir, &target.state_file),
-        not_yet(&target, rch(&args)),
+        rch_finding,
+        not_yet(&target, daemon_finding),
     ];
     if let Some(path) = &args.metrics_file {
         findings.push(preflight::metrics(path));
     }
     findings.push(journals(&target, &args));
     findings.push(host_check(&target));
-    findings.push(environment(&args));
+    findings.push(environment(&args, rch_socket.as_deref()));
     let code = if findings.iter().any(|f| f.status == Status::Fail) {
         ExitCode::Failed
     } else {
@@ -188,6 +194,71 @@ fn rch(args: &RunArgs) -> Finding {
             fixes.join("; "),
         )
     }
+}
+
+/// rch's daemon as a run with something due would check it (SPEC "rch's
+/// daemon"): the socket `--socket` / `RCH_SOCKET_PATH` names, else the one
+/// `rch --json --format json daemon status` says it resolves, asked in the
+/// children's environment; then whether a daemon answers there, and when
+/// not, whether one of this user's answers at another usual place.
+fn daemon(target: &Target, args: &RunArgs) -> (Finding, Option<PathBuf>) {
+    let check = Check::Daemon;
+    let rch = preflight::rch(
+        args.rch.as_deref(),
+        std::env::var_os("PATH").as_deref(),
+        std::env::var_os("HOME").as_deref(),
+    );
+    let rch = match (rch, &args.socket) {
+        (Ok(rch), _) => rch,
+        // Only the socket is needed, and it is named.
+        (Err(_), Some(_)) => Default::default(),
+        (Err(_), None) => {
+            let finding = Finding::warn(
+                check,
+                "not checked: there is no rch to ask which socket it uses (see rch above)",
+                "install rch, or name the daemon's socket: --socket PATH / RCH_SOCKET_PATH",
+            );
+            return (finding, None);
+        }
+    };
+    let settings = recover::Settings {
+        rch,
+        socket: None,
+        daemon_waits: None,
+        lease_dir: target.lease_dir.resolved.clone(),
+        state_home: target.lease_dir.state_home().to_path_buf(),
+        recover_timeout: Duration::ZERO,
+        kill_grace: Duration::ZERO,
+    };
+    let env = recover::child_env(&settings);
+    let (socket, chosen_by) = match daemon::which(
+        args.socket.as_deref(),
+        &settings.rch,
+        &env,
+        &|| false,
+    ) {
+        Ok(found) => found,
+        Err(why) => {
+            let finding = Finding::warn(
+                check,
+                format!(
+                    "`{} --json --format json daemon status` {why}: rch names no socket, so a run checks no daemon, and while one is down every recovery fails and is charged to its lease",
+                    settings.rch.display()
+                ),
+                "use an rch that has `rch daemon status`, or name the daemon's socket: --socket PATH / RCH_SOCKET_PATH=PATH (on the crontab line or in the unit's drop-in)",
+            );
+            return (finding, None);
+        }
+    };
+    let named_by_rch = (chosen_by == daemon::ChosenBy::Rch).then(|| socket.clone());
+    let report = daemon::check(socket, chosen_by, &daemon::Waits::for_this_build(), &|| {
+        false
+    });
+    let finding = match report.fix() {
+        None => Finding::ok(check, report.line()),
+        Some(fix) => Finding::fail(check, report.exit_code(), report.line(), fix),
+    };
+    (finding, named_by_rch)
 }
 
 /// Whether two paths name one file (a `PATH` entry may reach it through a
@@ -384,7 +455,9 @@ fn host_check(target: &Target) -> Finding {
 
 /// Which decisions of this run rest on a variable a timer or cron line
 /// lacks ([`route::rests_on`]), and how to carry each over.
-fn environment(args: &RunArgs) -> Finding {
+/// `rch_socket`: the socket `rch` named when doctor asked it (the daemon
+/// check), if it did.
+fn environment(args: &RunArgs, rch_socket: Option<&Path>) -> Finding {
     let env = config::process_env;
     let explicit = args.rch.as_deref();
     let name = explicit.unwrap_or(Path::new("rch"));
@@ -397,10 +470,16 @@ fn environment(args: &RunArgs) -> Finding {
     } else {
         None
     };
-    let runtime_socket = env("XDG_RUNTIME_DIR").is_some_and(|dir| {
-        use std::os::unix::fs::FileTypeExt;
-        std::fs::symlink_metadata(PathBuf::from(dir).join("rch.sock"))
-            .is_ok_and(|meta| meta.file_type().is_socket())
+    // The socket rests on XDG_RUNTIME_DIR when rch named one under it; an
+    // rch that names none resolves `$XDG_RUNTIME_DIR/rch.sock` when a
+    // socket stands there and no config file says otherwise.
+    let runtime_socket = env("XDG_RUNTIME_DIR").is_some_and(|dir| match rch_socket {
+        Some(socket) => socket.starts_with(&dir),
+        None => {
+            use std::os::unix::fs::FileTypeExt;
+            std::fs::symlink_metadata(PathBuf::from(dir).join("rch.sock"))
+                .is_ok_and(|meta| meta.file_type().is_socket())
+        }
     });
     let facts = route::Facts {
         env: &env,

@@ -1,6 +1,7 @@
 //! `rch-sweep [run]`: the run's steps in order, each a call: preflight
-//! (lease directory, locks, metrics path, `rch`, state), scan, plan,
-//! recover ([`crate::dispatch`]), record ([`crate::record`]), save
+//! (lease directory, locks, metrics path, `rch`, state), scan, plan, rch's
+//! daemon when something is due ([`crate::daemon`]), recover
+//! ([`crate::dispatch`]), record ([`crate::record`]), save
 //! ([`crate::persist`]), report. A dry run and `--check` stop after the
 //! plan and write nothing.
 
@@ -15,9 +16,11 @@ use crate::owner::ProcFs;
 use crate::plan::{self, Slot};
 use crate::preflight::{self, Intent};
 use crate::record::{self, Policy};
+use crate::recover::Fault;
 use crate::report::{LeaseLine, Outcome, Summary};
 use crate::scan::{self, Scan, ScanOptions};
-use crate::{dispatch, fsio, log, persist, recover, signals, state};
+use crate::verdict::Candidate;
+use crate::{daemon, dispatch, fsio, log, persist, recover, signals, state};
 use anyhow::{Context, Result};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -290,14 +293,31 @@ fn sweep(run: &Run) -> Result<ExitCode> {
     let policy = policy(run);
     backoff.prune(&scan.candidates, policy.now_unix_ms, policy.max_ms);
     let due = plan::due(&scan.candidates, &backoff, policy.now_unix_ms);
-    let attempts = dispatch::recover_due(
-        &scan.candidates,
-        due,
-        usize::from(run.args.max_recoveries),
-        &recover_settings(run, rch),
-    );
+    let mut settings = recover_settings(run, rch);
+    // Only a run with something to recover needs rch's daemon; the others
+    // neither ask rch nor touch a socket (and an empty run stays fast).
+    let mut daemon = if due.is_empty() {
+        None
+    } else {
+        check_daemon(run, &mut settings)
+    };
+    let attempts = match &daemon {
+        Some(report) if !report.up => kept_back(&scan.candidates, &due, report),
+        _ => dispatch::recover_due(
+            &scan.candidates,
+            due,
+            usize::from(run.args.max_recoveries),
+            &settings,
+        ),
+    };
+    if let Some(report) = daemon.as_mut().filter(|report| report.up)
+        && let Some(error) = lost_daemon(&attempts)
+    {
+        report.lose(error);
+    }
     let candidates = std::mem::take(&mut scan.candidates);
     let mut summary = summary(run, scan, scan_duration, Vec::new());
+    summary.daemon = daemon;
     record::attempts(candidates, attempts, &policy, &mut backoff, &mut summary);
     let metrics_file = run.args.metrics_file.as_deref();
     persist::save(
@@ -341,10 +361,70 @@ fn preflight(run: &Run) -> Result<Ready> {
     })
 }
 
+/// Which daemon `rch` will use (`--socket` / `RCH_SOCKET_PATH`, else what
+/// `rch` says) and whether it answers; once known, every child is pinned to
+/// it and a failed recovery is checked against it again. An `rch` that
+/// cannot say leaves the run as it was before such checks: nothing checked,
+/// nothing pinned (SPEC "rch's daemon", step 1).
+fn check_daemon(run: &Run, settings: &mut recover::Settings) -> Option<daemon::Report> {
+    let stop = || signals::received().is_some();
+    let env = recover::child_env(settings);
+    let (socket, chosen_by) = match daemon::which(
+        run.args.socket.as_deref(),
+        &settings.rch,
+        &env,
+        &stop,
+    ) {
+        Ok(found) => found,
+        Err(why) => {
+            log::info(format!(
+                "`{} --json --format json daemon status` {why}: rch's daemon is not checked, so a recovery failing for want of it is charged to its lease (name the socket with --socket or RCH_SOCKET_PATH; rch-sweep doctor checks it)",
+                settings.rch.display()
+            ));
+            return None;
+        }
+    };
+    let waits = daemon::Waits::for_this_build();
+    let report = daemon::check(socket, chosen_by, &waits, &stop);
+    settings.socket = Some(report.socket.clone());
+    settings.daemon_waits = Some(waits);
+    Some(report)
+}
+
+/// The attempts of a run whose daemon does not answer: none started, each
+/// due candidate kept back with the daemon's error and its entry unchanged.
+fn kept_back(
+    candidates: &[Candidate],
+    due: &[(usize, &Candidate)],
+    report: &daemon::Report,
+) -> Vec<Option<recover::Attempt>> {
+    let mut attempts = vec![None; candidates.len()];
+    for (index, _) in due {
+        attempts[*index] = Some(recover::Attempt::ended(
+            recover::Outcome::NotCharged(Fault::DaemonDown, report.lease_error()),
+            Duration::ZERO,
+        ));
+    }
+    attempts
+}
+
+/// The error of the first attempt whose recheck found rch's daemon gone
+/// (SPEC "rch's daemon", step 4), if any.
+fn lost_daemon(attempts: &[Option<recover::Attempt>]) -> Option<&str> {
+    attempts
+        .iter()
+        .flatten()
+        .find_map(|attempt| match &attempt.outcome {
+            recover::Outcome::NotCharged(Fault::DaemonDown, error) => Some(error.as_str()),
+            _ => None,
+        })
+}
+
 fn recover_settings(run: &Run, rch: PathBuf) -> recover::Settings {
     recover::Settings {
         rch,
         socket: run.args.socket.clone(),
+        daemon_waits: None,
         lease_dir: run.target.lease_dir.resolved.clone(),
         state_home: run.target.lease_dir.state_home().to_path_buf(),
         recover_timeout: Duration::from_secs(run.args.recover_timeout),
@@ -367,6 +447,7 @@ fn summary(run: &Run, scan: Scan, scan_duration: Duration, leases: Vec<LeaseLine
         skipped_list: scan.skipped_list,
         exit_code: ExitCode::Success,
         errors: Vec::new(),
+        daemon: None,
     }
 }
 

@@ -311,6 +311,118 @@ pub fn fingerprint(n: u64) -> String {
         .collect()
 }
 
+/// `examples/fake-rch`: rch's stand-in, also for `daemon status`.
+pub const FAKE_RCH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/fake-rch");
+/// `examples/fake-rchd`: rch's daemon's stand-in.
+pub const FAKE_RCHD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/fake-rchd");
+
+/// What a fake `rch` does for each kind of call ([`World::fake_rch_with`]).
+#[derive(Default)]
+pub struct FakeRch<'a> {
+    /// Runs first, for every call (to log `$*`, say).
+    pub first: &'a str,
+    /// `--version`: its exit status is the last command's; by default it
+    /// prints a version line.
+    pub version: Option<&'a str>,
+    /// `jobs recover <WRAPPER_ID> --timeout-secs <N>`, with `$leases` set.
+    pub recover: &'a str,
+    /// Knows `daemon status` and asks the daemon before a recovery, as
+    /// rch 2.1.24 does ([`World::daemon_rch`]); without, an older rch.
+    pub daemon: bool,
+}
+
+/// How a [`FakeDaemon`] answers `GET /health` (`examples/fake-rchd --reply`).
+#[derive(Clone, Copy, Debug)]
+pub enum Reply {
+    /// `HTTP/1.0 200 OK`, `{"status":"healthy",...}`: rchd when up.
+    Healthy,
+    /// `HTTP/1.0 200 OK`, `{"status":"starting",...}`.
+    Starting,
+    /// `HTTP/1.0 500 Internal Server Error`.
+    Error,
+    /// Closes the connection without a byte.
+    Close,
+    /// Accepts and never answers.
+    Silent,
+}
+
+impl Reply {
+    fn as_str(self) -> &'static str {
+        match self {
+            Reply::Healthy => "healthy",
+            Reply::Starting => "starting",
+            Reply::Error => "error",
+            Reply::Close => "close",
+            Reply::Silent => "silent",
+        }
+    }
+}
+
+/// `examples/fake-rchd` listening on a real Unix socket, speaking rch's
+/// health protocol; stopped (and its socket removed) when dropped.
+pub struct FakeDaemon {
+    child: std::process::Child,
+    pub socket: PathBuf,
+    log: PathBuf,
+}
+
+impl FakeDaemon {
+    /// Starts it at `socket` and returns once it accepts connections.
+    pub fn start(socket: &Path, reply: Reply) -> FakeDaemon {
+        use std::io::BufRead;
+        let log = socket.with_extension("requests");
+        let mut child = Command::new("python3")
+            .arg(FAKE_RCHD)
+            .arg("--socket")
+            .arg(socket)
+            .args(["--reply", reply.as_str(), "--log"])
+            .arg(&log)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("start examples/fake-rchd");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("fake-rchd's ready line");
+        assert!(
+            line.starts_with("fake-rchd: ready"),
+            "fake-rchd said {line:?}"
+        );
+        FakeDaemon {
+            child,
+            socket: socket.to_path_buf(),
+            log,
+        }
+    }
+
+    /// The health requests it was sent.
+    pub fn requests(&self) -> usize {
+        std::fs::read_to_string(&self.log)
+            .map(|text| text.lines().count())
+            .unwrap_or(0)
+    }
+
+    /// Stops it (SIGTERM: it removes its socket) and waits for it.
+    pub fn stop(mut self) {
+        self.halt();
+    }
+
+    fn halt(&mut self) {
+        // SAFETY: kill only sends a signal to our own child.
+        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for FakeDaemon {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            self.halt();
+        }
+    }
+}
+
 /// A temporary world: `leases/`, a state file path, fake scripts.
 pub struct World {
     pub dir: tempfile::TempDir,
@@ -382,6 +494,9 @@ impl World {
             "RCH_SWEEP_SCAN_THREADS",
             "RCH_STATE_HOME",
             "XDG_STATE_HOME",
+            "XDG_RUNTIME_DIR",
+            "XDG_CACHE_HOME",
+            "XDG_CONFIG_HOME",
             "JOURNAL_STREAM",
         ] {
             command.env_remove(var);
@@ -408,24 +523,100 @@ impl World {
         (output.status.code().unwrap_or(-1), document)
     }
 
-    /// A fake `rch` at `name`: `body` runs after `$leases` was set to the
-    /// lease directory exactly as rch finds it ([`RCH_LEASE_DIR_SH`]), so a
-    /// stand-in knows no more than the real client.
+    /// A fake `rch` at `name` that answers like an rch without the
+    /// `daemon status` command: `body` runs for `jobs recover ...` only,
+    /// after `$leases` was set to the lease directory exactly as rch finds
+    /// it ([`RCH_LEASE_DIR_SH`]), so a stand-in knows no more than the real
+    /// client; `--version` prints a version; anything else (`--json
+    /// --format json daemon status` included) is a usage error, exit 2.
+    /// Every fake `rch` of the tests is made here or by
+    /// [`World::fake_rch_with`].
     pub fn fake_rch(&self, name: &str, body: &str) -> PathBuf {
-        self.script(name, &format!("{RCH_LEASE_DIR_SH}\n{body}"))
+        self.fake_rch_with(
+            name,
+            &FakeRch {
+                recover: body,
+                ..FakeRch::default()
+            },
+        )
+    }
+
+    /// A fake `rch` that knows its daemon, as rch 2.1.24 does: `daemon
+    /// status` is answered by `examples/fake-rch` (the socket resolved as
+    /// rch resolves it, `running` from a real health request), and `jobs
+    /// recover` asks the daemon first and exits 1 when it does not answer
+    /// healthy, before `body` runs.
+    pub fn daemon_rch(&self, name: &str, body: &str) -> PathBuf {
+        self.fake_rch_with(
+            name,
+            &FakeRch {
+                recover: body,
+                daemon: true,
+                ..FakeRch::default()
+            },
+        )
+    }
+
+    /// A fake `rch` as `spec` says (see [`FakeRch`]).
+    pub fn fake_rch_with(&self, name: &str, spec: &FakeRch<'_>) -> PathBuf {
+        let version = spec
+            .version
+            .unwrap_or("echo 'rch 0.0.0-fake (rch-sweep tests)'");
+        let daemon_status = if spec.daemon {
+            format!("exec python3 '{FAKE_RCH}' \"$@\"")
+        } else {
+            "echo \"error: unrecognized subcommand 'daemon'\" >&2\nexit 2".to_owned()
+        };
+        let ask_daemon = if spec.daemon {
+            format!(
+                "rch_daemon=$(python3 '{FAKE_RCH}' --json --format json daemon status) || exit 1\n\
+                 case \"$rch_daemon\" in *'\"running\": true'*) ;; \
+                 *) echo \"rch: [RCH-E504] cannot reach rch's daemon: $rch_daemon\" >&2; exit 1 ;; esac"
+            )
+        } else {
+            String::new()
+        };
+        self.script(
+            name,
+            &format!(
+                "{first}\n\
+                 if [ \"$*\" = --version ]; then\n{version}\nexit\nfi\n\
+                 if [ \"$*\" = '--json --format json daemon status' ]; then\n{daemon_status}\nfi\n\
+                 if [ \"$1 $2\" != 'jobs recover' ]; then\n\
+                 echo \"rch: usage: rch jobs recover <WRAPPER_ID> --timeout-secs <N> (fake; got: $*)\" >&2\nexit 2\nfi\n\
+                 {RCH_LEASE_DIR_SH}\n{ask_daemon}\n{recover}",
+                first = spec.first,
+                recover = spec.recover,
+            ),
+        )
     }
 
     /// A fake rch that does what a successful `rch jobs recover` does to the
     /// journal: installs `done/<id>.json` (written by [`World::will_complete`])
     /// over it, then exits 0. A lease with no such file fails (`cp` exits 1).
     pub fn completing_rch(&self) -> PathBuf {
+        self.completing(false)
+    }
+
+    /// [`World::completing_rch`] that knows its daemon, as
+    /// [`World::daemon_rch`]: it recovers only while the daemon answers.
+    pub fn completing_daemon_rch(&self) -> PathBuf {
+        self.completing(true)
+    }
+
+    fn completing(&self, daemon: bool) -> PathBuf {
         std::fs::create_dir_all(self.path("done")).expect("mkdir done");
-        self.fake_rch(
+        let body = format!(
+            "cp \"{done}/$3.json\" \"$leases/$3.json\"",
+            done = self.path("done").display(),
+        );
+        self.fake_rch_with(
             "rch",
-            &format!(
-                "cp \"{done}/$3.json\" \"$leases/$3.json\"",
-                done = self.path("done").display(),
-            ),
+            &FakeRch {
+                recover: &body,
+                daemon,
+                ..FakeRch::default()
+            },
         )
     }
 
