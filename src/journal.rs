@@ -78,7 +78,8 @@ pub struct ProcessIdentity {
 ///
 /// Deserialized by hand, accepting exactly what serde's derive for that
 /// attribute accepts (a map with the tag anywhere among the fields, or a
-/// sequence with the tag first; unknown fields ignored; duplicates, a
+/// sequence with the tag first; the tag a JSON string, never the object
+/// form `{"linux": null}`; unknown fields ignored; duplicates, a
 /// missing field or a value out of range refused), but without buffering:
 /// serde's derive holds every value of the map as `Content` before it
 /// knows the variant, so a `start` with a huge unknown field took memory
@@ -93,9 +94,14 @@ pub enum ProcessStart {
     Darwin { seconds: u64, microseconds: u32 },
 }
 
-/// The variants' names, as the tag spells them.
+/// The variants' names, as the tag spells them, read as serde's derive
+/// reads an internally tagged enum's tag: as a variant identifier
+/// (`deserialize_identifier`), which serde_json takes only from a JSON
+/// string. A plain derive would read it through `deserialize_enum`, which
+/// also takes the externally tagged form `{"linux": null}` that rch
+/// refuses ("invalid type: map, expected variant identifier").
 #[derive(Clone, Copy, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[serde(variant_identifier, rename_all = "snake_case")]
 enum Platform {
     Linux,
     Darwin,
@@ -1171,6 +1177,18 @@ mod tests {
             "\"windows\"",
             "\"\\u006cinux\"",
             "1e400",
+            // The tag's value in every form but a string, as deserialize_enum
+            // would take it (a map or an externally tagged unit variant)
+            // and as a variant index might (a number): serde's derive reads
+            // the tag as a variant identifier, a JSON string only.
+            "{\"linux\": null}",
+            "{\"darwin\": null}",
+            "{\"linux\": 7}",
+            "{\"linux\": null, \"ticks\": 7}",
+            "[\"linux\"]",
+            "[\"darwin\", 1, 2]",
+            "1",
+            "false",
         ];
         let keys = [
             "platform",
@@ -1248,6 +1266,14 @@ mod tests {
         }
         for atom in atoms {
             cases.push(atom.to_owned());
+            // Every atom as the tag of shapes that are otherwise valid for
+            // either variant, in the map and the sequence form.
+            for rest in ["\"ticks\": 7", "\"seconds\": 1, \"microseconds\": 2"] {
+                cases.push(format!("{{\"platform\": {atom}, {rest}}}"));
+                cases.push(format!("{{{rest}, \"platform\": {atom}}}"));
+            }
+            cases.push(format!("[{atom}, 7]"));
+            cases.push(format!("[{atom}, 1, 2]"));
         }
         let mut accepted = 0;
         for case in &cases {
@@ -1321,6 +1347,14 @@ mod tests {
             r#"{"boot_id": 5, "start": {"platform": "linux", "ticks": 1}}"#.to_owned(),
             "[]".to_owned(),
             "7".to_owned(),
+            // rch: "invalid type: map, expected variant identifier".
+            format!(
+                r#"{{"boot_id": "{boot}", "start": {{"platform": {{"linux": null}}, "ticks": 7}}}}"#
+            ),
+            format!(
+                r#"{{"boot_id": "{boot}", "start": {{"platform": {{"darwin": null}}, "seconds": 1, "microseconds": 2}}}}"#
+            ),
+            format!(r#"{{"boot_id": "{boot}", "start": [{{"linux": null}}, 7]}}"#),
         ] {
             assert!(parse(with_birth(&bad).as_bytes()).is_err(), "{bad}");
         }
