@@ -391,6 +391,21 @@ pub fn state_path(identity: &Identity, state_file: &Path, intent: Intent) -> Fin
         }
     }
     let folder = fsio::parent_dir(state_file);
+    // A run opens the folder without following a link (O_NOFOLLOW) and
+    // would refuse a link there at its first write: say so now.
+    if intent.writes_state()
+        && std::fs::symlink_metadata(folder).is_ok_and(|meta| meta.is_symlink())
+    {
+        return Finding::fail(
+            check,
+            ExitCode::Io,
+            format!(
+                "state folder {} is a symbolic link; rch-sweep does not follow one to its lock and state",
+                folder.display()
+            ),
+            "point --state-file / RCH_SWEEP_STATE_FILE into the real folder",
+        );
+    }
     match std::fs::metadata(folder) {
         Ok(meta) if intent.writes_state() && !folder_trusted(meta.uid(), meta.mode()) => {
             Finding::fail(

@@ -586,6 +586,55 @@ fn a_state_folder_swapped_in_after_the_preflight_is_refused_and_never_written_in
 }
 
 #[test]
+fn a_state_folder_that_is_a_link_is_refused_by_run_forget_and_doctor_alike() {
+    let world = World::new();
+    world.add(&Journal::stale("hz4", 2 * HOUR_MS));
+    let marker = world.path("started");
+    let rch = world.script("rch", &format!("touch '{}'", marker.display()));
+    let real = world.path("real");
+    fs::create_dir(&real).expect("mkdir");
+    fs::set_permissions(&real, fs::Permissions::from_mode(0o700)).expect("chmod");
+    let link = world.path("linked");
+    symlink(&real, &link).expect("symlink");
+    let state_file = link.join("backoff.json");
+    let command = |args: &[&str]| {
+        let mut command = World::bare_command();
+        command
+            .args(args)
+            .args(["--lease-dir", utf8(&world.leases())])
+            .args(["--state-file", utf8(&state_file)]);
+        command
+    };
+    let output = command(&["--json", "--rch", utf8(&rch)])
+        .output()
+        .expect("run");
+    assert_error_document(&output, 74, "is a symbolic link");
+    let output = command(&["forget", "--all"]).output().expect("forget");
+    assert_eq!(output.status.code(), Some(74), "{}", stderr(&output));
+    assert!(!marker.exists(), "a recovery was started");
+    // (doctor runs `rch --version`, which touches the marker.)
+    let output = command(&["doctor", "--json", "--rch", utf8(&rch)])
+        .output()
+        .expect("doctor");
+    let document = one_document(&output);
+    let state = document["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .find(|row| row["check"] == "state")
+        .expect("a state row")
+        .clone();
+    assert_eq!(state["status"], "fail", "{document}");
+    assert!(
+        state["finding"]
+            .as_str()
+            .is_some_and(|finding| finding.contains("is a symbolic link")),
+        "{state}"
+    );
+    assert_eq!(files_in(&real), Vec::<String>::new(), "written into");
+}
+
+#[test]
 fn the_metrics_file_is_world_readable_under_a_strict_umask() {
     let world = World::new();
     let id = world.will_complete(Journal::stale("hz4", 2 * HOUR_MS));
