@@ -24,7 +24,18 @@
 #     baseline and published). A dry run must judge all 16 candidates; its
 #     peak RSS (target <= 16 MiB), its time against `cat` of the same files,
 #     round-robin as above (target <= 8x cat), and the MB/s of journal bytes
-#     judged, with one scan thread and with all. BENCH_LARGE=0 skips it.
+#     judged, with one scan thread and with all. The same time is also given
+#     as a ratio to serde_json's own validation of the same files, on one
+#     thread (`examples/json-validate.rs`: each file read whole and checked
+#     with `serde_json::from_slice` into `IgnoredAny`), which holds across
+#     machines better than the ratio to `cat`. BENCH_LARGE=0 skips it.
+#  1d. Giant strings: eight candidates of 60 MiB, each holding one 60 MiB
+#     string in its recipe (which the parser must hold whole), judged with
+#     the full thread count: as many as this machine gives a scan, and the
+#     16 the default starts at most (RCH_SWEEP_SCAN_THREADS=16), and with one.
+#     At most two journals over 1 MiB are parsed at once, so the peak RSS
+#     stays under 160 MiB whatever the thread count (target). 480 MiB of
+#     journals; BENCH_GIANT=0 skips it.
 #     An empty lease directory: a dry run and a real run (lock, state saved):
 #     target <= 2 ms; also a real run with the state on disk, where fsync
 #     costs (target <= 5 ms).
@@ -36,8 +47,9 @@
 # Needs: hyperfine and /usr/bin/time (Debian packages `hyperfine`, `time`;
 # installed here when run as root, else it says how), python3, cargo.
 # Journals are generated into /dev/shm when it is a tmpfs with room (about
-# 3.5 KB a journal of the benchmark mix: 350 MB for 100k, 1 GB for 300k, and
-# 128 MiB for the large ones), else /tmp; BENCH_DIR overrides that.
+# 3.5 KB a journal of the benchmark mix: 350 MB for 100k, 1 GB for 300k,
+# 128 MiB for the large ones, 480 MiB for the giant strings), else /tmp;
+# BENCH_DIR overrides that.
 # BENCH_COUNTS overrides the scan sizes ("" skips them; default
 # "10000 100000"), BENCH_RSS_COUNTS the memory sizes (default
 # "10000 100000 300000"; "" skips 1b). 1,000,000 journals take about 3.5 GB:
@@ -51,6 +63,7 @@ cd "$(dirname "$0")/.."
 counts=${BENCH_COUNTS-"10000 100000"}
 rss_counts=${BENCH_RSS_COUNTS-"10000 100000 300000"}
 large=${BENCH_LARGE:-1}
+giant=${BENCH_GIANT:-1}
 T=2 # seconds the concurrency fake sleeps
 
 say() { printf '%s\n' "$*"; }
@@ -71,14 +84,15 @@ fi
 command -v python3 >/dev/null 2>&1 || die "python3 is needed (Debian package python3)"
 
 say "bench: building the release binary and the generator"
-cargo build --release --locked --quiet --bin rch-sweep --example gen-leases
+cargo build --release --locked --quiet --bin rch-sweep --example gen-leases --example json-validate
 bin=$PWD/target/release/rch-sweep
 gen=$PWD/target/release/examples/gen-leases
+validate=$PWD/target/release/examples/json-validate
 
 # ---------------------------------------------------------------- where
 # About 3.5 KB a journal of the benchmark mix, plus slack; 128 MiB for the
-# large journals; one directory exists at a time.
-need_kb=$(( 192 * 1024 ))
+# large journals, 480 MiB for the giant strings; one directory exists at a time.
+need_kb=$(( 544 * 1024 ))
 for count in $counts $rss_counts; do
   if [ $(( count * 5 + 65536 )) -gt "$need_kb" ]; then need_kb=$(( count * 5 + 65536 )); fi
 done
@@ -165,6 +179,7 @@ for name, _ in pairs:
         "ratio": statistics.median(ratios),
         "ratio_min": min(ratios),
         "ratio_max": max(ratios),
+        "times": times[name],
     }
 json.dump(out, sys.stdout)
 EOF
@@ -304,11 +319,23 @@ d = json.load(sys.stdin)
 print(d["scanned"], d["candidates"])')
   [ "$judged" = "16 16" ] || die "a dry run did not judge all 16 large journals candidates (scanned, candidates: $judged)"
   json=$root/large.json
+  "$validate" "$dir"/*.json || die "serde_json refuses the large journals"
   interleave "${BENCH_ROUNDS:-7}" \
     dry "$bin --dry-run --quiet --lease-dir $dir" \
     dry1 "RCH_SWEEP_SCAN_THREADS=1 $bin --dry-run --quiet --lease-dir $dir" \
+    serde "$validate $dir/*.json" \
     cat "cat $dir/*.json > /dev/null" >"$json"
   dry=$(jget "$json" dry median); dry1=$(jget "$json" dry1 median); cat_all=$(jget "$json" cat median)
+  serde=$(jget "$json" serde median)
+  # Medians of the per-round ratios to serde_json's validation (each round
+  # ran both).
+  per_round() { # json name base -> median of name/base over the rounds
+    python3 -c 'import json, statistics, sys
+d = json.load(open(sys.argv[1]))
+ratios = [a / b for a, b in zip(d[sys.argv[2]]["times"], d[sys.argv[3]]["times"])]
+print("%.2f" % statistics.median(ratios))' "$@"
+  }
+  vs_serde=$(per_round "$json" dry serde); vs_serde1=$(per_round "$json" dry1 serde)
   ratio=$(calc "f'{$(jget "$json" dry ratio):.1f}'")
   ratio_range=$(calc "f'{$(jget "$json" dry ratio_min):.1f}-{$(jget "$json" dry ratio_max):.1f}'")
   ratio1=$(calc "f'{$(jget "$json" dry1 ratio):.1f}'")
@@ -317,7 +344,49 @@ print(d["scanned"], d["candidates"])')
   rss=$(peak_rss_kb "$bin" --dry-run --quiet --lease-dir "$dir")
   rss1=$(peak_rss_kb env RCH_SWEEP_SCAN_THREADS=1 "$bin" --dry-run --quiet --lease-dir "$dir")
   record "large journals: 16 x 8 MiB ($large_bytes bytes), all 16 judged candidates (medians of ${BENCH_ROUNDS:-7} rounds; CPU pressure $pressure %): dry run $threads threads $(ms "$dry") ms = ${ratio}x cat (rounds ${ratio_range}x), $rate MB/s; 1 thread $(ms "$dry1") ms = ${ratio1}x cat, $rate1 MB/s; cat $(ms "$cat_all") ms; peak RSS $(calc "f'{$rss / 1024:.1f}'") MiB ($threads threads), $(calc "f'{$rss1 / 1024:.1f}'") MiB (1 thread)"
+  record "large journals against serde_json's own validation (from_slice into IgnoredAny, 1 thread, each file read whole): $(ms "$serde") ms, $(calc "f'{$large_bytes / $serde / 1e6:.0f}'") MB/s; dry run $threads threads = ${vs_serde}x it, 1 thread = ${vs_serde1}x it"
   record "target large journals: peak RSS <= 16 MiB: $(verdict "max($rss, $rss1) <= 16 * 1024"); dry run ($threads threads) <= 8x cat: $(verdict "$(jget "$json" dry ratio) <= 8") (${ratio}x)"
+  rm -rf "$dir"
+fi
+
+# ---------------------------------------------------------------- 1d. giant strings
+if [ "$giant" = 1 ]; then
+  say ""
+  say "== giant strings: 8 candidates of 60 MiB, each one 60 MiB string"
+  dir=$root/giant
+  mkdir -p "$dir"
+  python3 - "$dir" <<'EOF'
+import json, sys, uuid
+directory = sys.argv[1]
+with open("examples/leases/rchw-6f1c3b7e-2a4d-4c8e-9b1f-3e5a7d9c2b10.json") as f:
+    demo = json.load(f)
+size = 60 * 1024 * 1024
+for n in range(8):
+    lease = json.loads(json.dumps(demo))
+    wrapper = f"rchw-{uuid.uuid4()}"
+    lease["identity"]["local_wrapper_id"] = wrapper
+    lease["recovery"]["wrapper_id"] = wrapper
+    lease["worker_id"] = lease["recovery"]["worker"]["id"] = f"giant{n}"
+    lease["recovery"]["note"] = "@"
+    text = json.dumps(lease, indent=2)
+    # The note grows to fill the journal to exactly 60 MiB.
+    text = text.replace('"@"', '"' + "x" * (size - len(text) + 1) + '"')
+    assert len(text) == size
+    with open(f"{directory}/{wrapper}.json", "w") as f:
+        f.write(text)
+EOF
+  cat "$dir"/*.json >/dev/null
+  judged=$("$bin" --dry-run --json --lease-dir "$dir" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+print(d["scanned"], d["candidates"])')
+  [ "$judged" = "8 8" ] || die "a dry run did not judge all 8 giant journals candidates (scanned, candidates: $judged)"
+  rss=$(peak_rss_kb "$bin" --dry-run --quiet --lease-dir "$dir")
+  rss16=$(peak_rss_kb env RCH_SWEEP_SCAN_THREADS=16 "$bin" --dry-run --quiet --lease-dir "$dir")
+  rss1=$(peak_rss_kb env RCH_SWEEP_SCAN_THREADS=1 "$bin" --dry-run --quiet --lease-dir "$dir")
+  mib() { calc "f'{$1 / 1024:.1f}'"; }
+  record "giant strings: 8 x 60 MiB, each one string, all 8 judged candidates: peak RSS $(mib "$rss") MiB ($threads threads), $(mib "$rss16") MiB (16 threads), $(mib "$rss1") MiB (1 thread)"
+  record "target giant strings: peak RSS < 160 MiB at any thread count: $(verdict "max($rss, $rss16, $rss1) < 160 * 1024")"
   rm -rf "$dir"
 fi
 

@@ -5,17 +5,22 @@
 //! Nothing here writes through or replaces a path this tool did not create:
 //! [`existing`] classifies what is at a path without following a link, and
 //! [`write_atomic`] refuses to rename over anything but a regular file owned
-//! by this user.
+//! by this user. Every file is created, replaced and removed relative to an
+//! open [`Folder`], so all the steps of one write land in one folder; the
+//! private state folder is opened without following a link and checked on
+//! that descriptor ([`Folder::private`]), so nothing is ever written into a
+//! folder other than the one checked.
 //!
 //! Temporary files are named `.<name>.<random>.tmp` so that a later run, holding
 //! the lock, can recognise and remove the ones a SIGKILLed run could not.
 
 use crate::stat::FileKind;
-use std::ffi::OsString;
+use std::ffi::{CString, OsStr, OsString};
 use std::fs::{DirBuilder, File, Permissions};
 use std::io::{self, Write};
+use std::os::fd::{AsRawFd, FromRawFd};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 /// The folder holding `path` ("." for a bare name).
@@ -121,12 +126,334 @@ pub fn may_write_into(folder: &Path) -> io::Result<()> {
     may_access(folder, libc::W_OK | libc::X_OK)
 }
 
-/// Creates `dir` (and missing parents) with mode 0700 if it does not exist.
+/// Creates `dir` (and missing parents) with mode 0700 if it does not exist,
+/// and checks what is there as [`Folder::private`] does: a link, or a
+/// folder another user owns or can write to, is an error.
 pub fn ensure_private_dir(dir: &Path) -> io::Result<()> {
-    if dir.is_dir() {
-        return Ok(());
+    Folder::create_private(dir).map(drop)
+}
+
+/// An open folder that this tool creates, replaces and removes files in,
+/// always relative to its descriptor (`openat`, `renameat`, `unlinkat`), so
+/// every step lands in the very folder that was opened (and, for a private
+/// one, checked), whatever happens to its path meanwhile.
+#[derive(Debug)]
+pub struct Folder {
+    dir: File,
+    path: PathBuf,
+}
+
+/// A folder another user could write to lets them replace what is in it
+/// (the lock, the state): it must be this user's or root's, and not
+/// writable by group or others unless sticky (as `/tmp` is, where only
+/// owners may rename).
+pub fn folder_trusted(uid: u32, mode: u32) -> bool {
+    let owner_ok = uid == crate::account::euid() || uid == 0;
+    let shared_write = mode & 0o022 != 0;
+    let sticky = mode & libc::S_ISVTX != 0;
+    owner_ok && (!shared_write || sticky)
+}
+
+impl Folder {
+    /// Opens `path` as a folder to write into, following links as any path
+    /// is followed (the metrics file's shared textfile folder).
+    pub fn open(path: &Path) -> io::Result<Folder> {
+        let dir = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECTORY | libc::O_CLOEXEC)
+            .open(path)?;
+        Ok(Folder {
+            dir,
+            path: path.to_path_buf(),
+        })
     }
-    DirBuilder::new().recursive(true).mode(0o700).create(dir)
+
+    /// Opens the private folder `path` (the state folder) to write into:
+    /// its last component is never followed (`O_DIRECTORY|O_NOFOLLOW`: a
+    /// link or anything but a folder is refused), and the opened folder must
+    /// pass [`folder_trusted`], checked on the descriptor that every later
+    /// step uses. A folder swapped in by someone else after any earlier
+    /// look at the path is refused, never written into.
+    pub fn private(path: &Path) -> io::Result<Folder> {
+        let opened = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(path);
+        let dir = match opened {
+            Ok(dir) => dir,
+            Err(error) => {
+                // O_DIRECTORY meets a link first: ENOTDIR, as for a file.
+                let link = std::fs::symlink_metadata(path).is_ok_and(|meta| meta.is_symlink());
+                return Err(match error.raw_os_error() {
+                    Some(libc::ELOOP | libc::ENOTDIR) if link => untrusted(format!(
+                        "state folder {} is a symbolic link; rch-sweep does not follow one to its lock and state, and wrote nothing there. Point --state-file / RCH_SWEEP_STATE_FILE into the real folder",
+                        path.display()
+                    )),
+                    Some(libc::ENOTDIR) => untrusted(format!(
+                        "state folder {} is not a directory. Point --state-file / RCH_SWEEP_STATE_FILE into a folder",
+                        path.display()
+                    )),
+                    _ => error,
+                });
+            }
+        };
+        let meta = dir.metadata()?;
+        if !folder_trusted(meta.uid(), meta.mode()) {
+            let euid = crate::account::euid();
+            return Err(untrusted(format!(
+                "state folder {shown} belongs to {owner} with mode {mode:04o}; it holds the lock and the state, so a folder another user owns or can write to could swap them under a sweep, and rch-sweep wrote nothing there. Make it yours and private (as its owner or root: chown {login} {shown} && chmod 0700 {shown}), or point --state-file / RCH_SWEEP_STATE_FILE into a folder of your own",
+                shown = path.display(),
+                owner = crate::account::describe(meta.uid()),
+                mode = meta.mode() & 0o7777,
+                login = crate::account::login(euid),
+            )));
+        }
+        Ok(Folder {
+            dir,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// Creates the private folder `path` (`mkdir`, mode 0700, and any
+    /// missing folder above it the same way) unless it exists, then opens
+    /// and checks it as [`Folder::private`] does: one that someone else
+    /// made first, or swapped in since, is refused.
+    pub fn create_private(path: &Path) -> io::Result<Folder> {
+        match DirBuilder::new().mode(0o700).create(path) {
+            Ok(()) => {}
+            Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(error) if error.kind() == io::ErrorKind::NotFound => {
+                // Only the folders above are missing: made as `mkdir -p` would.
+                DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o700)
+                    .create(parent_dir(path))?;
+                match DirBuilder::new().mode(0o700).create(path) {
+                    Ok(()) => {}
+                    Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {}
+                    Err(error) => return Err(error),
+                }
+            }
+            Err(error) => return Err(error),
+        }
+        Folder::private(path)
+    }
+
+    /// The path the folder was opened by, for messages.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Opens `name` inside the folder with `open(2)` `flags` (and `mode`
+    /// when it is created); `O_CLOEXEC` is always added.
+    pub fn open_at(&self, name: &OsStr, flags: libc::c_int, mode: u32) -> io::Result<File> {
+        let c_name = c_name(name)?;
+        // SAFETY: the folder's descriptor is open for the lifetime of `self`
+        // and `c_name` is a valid NUL-terminated string.
+        let fd = unsafe {
+            libc::openat(
+                self.dir.as_raw_fd(),
+                c_name.as_ptr(),
+                flags | libc::O_CLOEXEC,
+                mode as libc::c_uint,
+            )
+        };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fd` was just returned by openat and is owned by nobody else.
+        Ok(unsafe { File::from_raw_fd(fd) })
+    }
+
+    /// What stands at `name` in the folder, seen without following a link.
+    pub fn existing(&self, name: &OsStr) -> io::Result<Existing> {
+        let c_name = c_name(name)?;
+        let mut stat = std::mem::MaybeUninit::<libc::stat>::uninit();
+        // SAFETY: the fd and name are valid; `stat` is only read when the
+        // call succeeded and so filled it.
+        let rc = unsafe {
+            libc::fstatat(
+                self.dir.as_raw_fd(),
+                c_name.as_ptr(),
+                stat.as_mut_ptr(),
+                libc::AT_SYMLINK_NOFOLLOW,
+            )
+        };
+        if rc != 0 {
+            let error = io::Error::last_os_error();
+            if error.kind() == io::ErrorKind::NotFound {
+                return Ok(Existing::Missing);
+            }
+            return Err(error);
+        }
+        // SAFETY: fstatat returned 0, so it filled `stat`.
+        let stat = unsafe { stat.assume_init() };
+        let id = FileId {
+            dev: stat.st_dev,
+            ino: stat.st_ino,
+        };
+        Ok(match FileKind::of_mode(stat.st_mode) {
+            FileKind::Regular if stat.st_uid == crate::account::euid() => Existing::Ours(id),
+            FileKind::Regular => Existing::Foreign(id),
+            kind => Existing::Other(kind),
+        })
+    }
+
+    /// Renames `from` to `to`, both inside the folder.
+    pub fn rename(&self, from: &OsStr, to: &OsStr) -> io::Result<()> {
+        let (from, to) = (c_name(from)?, c_name(to)?);
+        let fd = self.dir.as_raw_fd();
+        // SAFETY: the fd is open and both names are valid NUL-terminated strings.
+        if unsafe { libc::renameat(fd, from.as_ptr(), fd, to.as_ptr()) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// Removes the file `name` from the folder.
+    fn remove(&self, name: &OsStr) -> io::Result<()> {
+        let c_name = c_name(name)?;
+        // SAFETY: the fd is open and the name a valid NUL-terminated string.
+        if unsafe { libc::unlinkat(self.dir.as_raw_fd(), c_name.as_ptr(), 0) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// Flushes the folder itself (a rename in it is durable once this
+    /// returns).
+    pub fn sync(&self) -> io::Result<()> {
+        self.dir.sync_all()
+    }
+
+    /// [`write_atomic`] of the file `name` in this folder: the temporary
+    /// file, the check of what it replaces, the rename and the flush all
+    /// happen in this folder, by its descriptor.
+    pub fn write_atomic(&self, name: &OsStr, bytes: &[u8], mode: u32) -> io::Result<()> {
+        let prefix = temp_prefix(Path::new(name))?;
+        let (mut temp, temp_name) = self.create_temp(&prefix, mode)?;
+        let written = (|| {
+            temp.set_permissions(Permissions::from_mode(mode))?;
+            temp.write_all(bytes)?;
+            temp.sync_all()?;
+            match self.existing(name)? {
+                Existing::Missing | Existing::Ours(_) => {}
+                Existing::Foreign(_) => {
+                    return Err(not_ours(&self.path.join(name), "another user's file"));
+                }
+                Existing::Other(kind) => {
+                    return Err(not_ours(&self.path.join(name), kind.described()));
+                }
+            }
+            self.rename(&temp_name, name)
+        })();
+        if let Err(error) = written {
+            // A failed write leaves no temporary file behind.
+            let _ = self.remove(&temp_name);
+            return Err(error);
+        }
+        self.sync()
+    }
+
+    /// A new temporary file `<prefix><random>.tmp` in the folder, created
+    /// exclusively (never an existing file or a link's target).
+    fn create_temp(&self, prefix: &OsStr, mode: u32) -> io::Result<(File, OsString)> {
+        let mut last = None;
+        for _ in 0..16 {
+            let mut name = prefix.to_os_string();
+            name.push(random_text());
+            name.push(TEMP_SUFFIX);
+            match self.open_at(
+                &name,
+                libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW,
+                mode,
+            ) {
+                Ok(file) => return Ok((file, name)),
+                Err(error) if error.kind() == io::ErrorKind::AlreadyExists => last = Some(error),
+                Err(error) => return Err(error),
+            }
+        }
+        Err(last.unwrap_or_else(|| io::Error::from(io::ErrorKind::AlreadyExists)))
+    }
+
+    /// [`remove_stale_temps`] for the file `name` in this folder.
+    pub fn remove_stale_temps(&self, name: &OsStr) -> io::Result<Vec<PathBuf>> {
+        let prefix = temp_prefix(Path::new(name))?;
+        let mut stale = Vec::new();
+        // Listed by a duplicate of the descriptor: the very folder opened.
+        let listing = std::fs::read_dir(format!("/proc/self/fd/{}", self.dir.as_raw_fd()))?;
+        for entry in listing {
+            let entry_name = entry?.file_name();
+            let bytes = entry_name.as_bytes();
+            if bytes.starts_with(prefix.as_bytes()) && bytes.ends_with(TEMP_SUFFIX.as_bytes()) {
+                stale.push(entry_name);
+            }
+        }
+        let mut removed = Vec::new();
+        for entry_name in stale {
+            // Only what a killed run of ours can have left: our own regular
+            // file. A link or another user's file of that name is not ours.
+            if !matches!(self.existing(&entry_name)?, Existing::Ours(_)) {
+                continue;
+            }
+            match self.remove(&entry_name) {
+                Ok(()) => removed.push(self.path.join(&entry_name)),
+                Err(error) if error.kind() == io::ErrorKind::NotFound => {}
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(removed)
+    }
+}
+
+/// The last component of `path`, for the `*at` calls of its folder.
+pub fn file_name(path: &Path) -> io::Result<&OsStr> {
+    path.file_name()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no file name"))
+}
+
+fn c_name(name: &OsStr) -> io::Result<CString> {
+    CString::new(name.as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "name contains a NUL byte"))
+}
+
+/// Why [`Folder::private`] refused a folder: a whole sentence naming it,
+/// what it is and the fix, to be shown as it is.
+#[derive(Debug)]
+struct Untrusted(String);
+
+impl std::fmt::Display for Untrusted {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Untrusted {}
+
+fn untrusted(sentence: String) -> io::Error {
+    io::Error::new(io::ErrorKind::PermissionDenied, Untrusted(sentence))
+}
+
+/// Whether `error` is [`Folder::private`]'s refusal of a folder, whose
+/// message names the folder and the fix and needs no more context.
+pub fn is_untrusted_folder(error: &io::Error) -> bool {
+    error.get_ref().is_some_and(|inner| inner.is::<Untrusted>())
+}
+
+/// 16 hex digits no other run is likely to draw: std's per-process random
+/// hash keys over the time, the PID and a counter. A clash only costs a
+/// retry, since temporary files are created exclusively.
+fn random_text() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u32(std::process::id());
+    hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+    if let Ok(now) = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
+        hasher.write_u128(now.as_nanos());
+    }
+    format!("{:016x}", hasher.finish())
 }
 
 fn temp_prefix(path: &Path) -> io::Result<OsString> {
@@ -142,29 +469,18 @@ fn temp_prefix(path: &Path) -> io::Result<OsString> {
 const TEMP_SUFFIX: &str = ".tmp";
 
 /// Replaces `path` with `bytes` so that a crash at any moment leaves either
-/// the old file or the new one, never a torn one. tempfile does not fsync,
-/// by design, so the data and the folder are flushed here. The file gets
+/// the old file or the new one, never a torn one: a temporary file in the
+/// same folder, created exclusively, flushed, renamed over it, then the
+/// folder flushed. The file gets
 /// exactly `mode` whatever the umask (the temporary file is `fchmod`ed):
 /// under `umask 077` a metrics file must still be readable by
 /// node_exporter, which runs as another user.
+///
+/// The folder is opened as any path is ([`Folder::open`]): the metrics
+/// file's. The state file is written with [`Folder::write_atomic`] into its
+/// checked private folder.
 pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
-    let dir = parent_dir(path);
-    let mut temp = tempfile::Builder::new()
-        .prefix(&temp_prefix(path)?)
-        .suffix(TEMP_SUFFIX)
-        .permissions(Permissions::from_mode(mode))
-        .tempfile_in(dir)?;
-    temp.as_file()
-        .set_permissions(Permissions::from_mode(mode))?;
-    temp.write_all(bytes)?;
-    temp.as_file().sync_all()?;
-    match existing(path)? {
-        Existing::Missing | Existing::Ours(_) => {}
-        Existing::Foreign(_) => return Err(not_ours(path, "another user's file")),
-        Existing::Other(kind) => return Err(not_ours(path, kind.described())),
-    }
-    temp.persist(path).map_err(|error| error.error)?;
-    File::open(dir)?.sync_all()
+    Folder::open(parent_dir(path))?.write_atomic(file_name(path)?, bytes, mode)
 }
 
 fn not_ours(path: &Path, what: &str) -> io::Error {
@@ -180,33 +496,11 @@ fn not_ours(path: &Path, what: &str) -> io::Error {
 /// Removes temporary files of `path` left by a run that was killed while
 /// writing it. Call only while holding the lock, so no live writer owns them.
 pub fn remove_stale_temps(path: &Path) -> io::Result<Vec<PathBuf>> {
-    let dir = parent_dir(path);
-    let prefix = temp_prefix(path)?;
-    let mut removed = Vec::new();
-    let entries = match std::fs::read_dir(dir) {
-        Ok(entries) => entries,
-        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(removed),
-        Err(error) => return Err(error),
-    };
-    for entry in entries {
-        let entry = entry?;
-        let name = entry.file_name();
-        let bytes = name.as_bytes();
-        if bytes.starts_with(prefix.as_bytes()) && bytes.ends_with(TEMP_SUFFIX.as_bytes()) {
-            let stale = entry.path();
-            // Only what a killed run of ours can have left: our own regular
-            // file. A link or another user's file of that name is not ours.
-            if !matches!(existing(&stale)?, Existing::Ours(_)) {
-                continue;
-            }
-            match std::fs::remove_file(&stale) {
-                Ok(()) => removed.push(stale),
-                Err(error) if error.kind() == io::ErrorKind::NotFound => {}
-                Err(error) => return Err(error),
-            }
-        }
+    match Folder::open(parent_dir(path)) {
+        Ok(folder) => folder.remove_stale_temps(file_name(path)?),
+        Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(error) => Err(error),
     }
-    Ok(removed)
 }
 
 #[cfg(test)]
@@ -317,6 +611,69 @@ mod tests {
             resolve(&dir.path().join("alias"), true).expect("resolve"),
             real
         );
+    }
+
+    #[test]
+    fn a_private_folder_is_refused_unless_trusted_on_its_descriptor() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mine = dir.path().join("mine");
+        Folder::create_private(&mine).expect("created");
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&mine, &link).expect("symlink");
+        let file = dir.path().join("file");
+        std::fs::write(&file, "").expect("write");
+        let shared = dir.path().join("shared");
+        std::fs::create_dir(&shared).expect("mkdir");
+        std::fs::set_permissions(&shared, Permissions::from_mode(0o777)).expect("chmod");
+        for (path, words) in [
+            (&link, "is a symbolic link"),
+            (&file, "is not a directory"),
+            (&shared, "with mode 0777"),
+        ] {
+            for opened in [Folder::private(path), Folder::create_private(path)] {
+                let error = opened.expect_err("refused");
+                assert!(is_untrusted_folder(&error), "{error}");
+                assert!(error.to_string().contains(words), "{error}");
+            }
+        }
+        assert!(!is_untrusted_folder(
+            &Folder::private(&dir.path().join("none")).expect_err("missing")
+        ));
+        // Sticky, as /tmp is: only owners may rename in it.
+        std::fs::set_permissions(&shared, Permissions::from_mode(0o1777)).expect("chmod");
+        assert!(Folder::private(&shared).is_ok());
+        assert!(std::fs::read_dir(&mine).expect("list").next().is_none());
+    }
+
+    #[test]
+    fn a_folder_swapped_after_it_was_opened_is_not_written_into() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("state");
+        let folder = Folder::create_private(&path).expect("created");
+        let moved = dir.path().join("moved");
+        std::fs::rename(&path, &moved).expect("rename");
+        std::fs::create_dir(&path).expect("another folder at the path");
+        let name = OsStr::new("backoff.json");
+        folder.write_atomic(name, b"{}", 0o600).expect("write");
+        assert_eq!(std::fs::read(moved.join(name)).expect("read"), b"{}");
+        assert!(std::fs::read_dir(&path).expect("list").next().is_none());
+        // Renames and leftovers stay in the opened folder too.
+        folder
+            .rename(name, OsStr::new("aside.json"))
+            .expect("rename");
+        std::fs::write(moved.join(".backoff.json.1.tmp"), "").expect("write");
+        std::fs::write(path.join(".backoff.json.2.tmp"), "").expect("write");
+        assert_eq!(
+            folder.remove_stale_temps(name).expect("clean"),
+            [path.join(".backoff.json.1.tmp")]
+        );
+        let mut left: Vec<_> = std::fs::read_dir(&moved)
+            .expect("list")
+            .map(|entry| entry.expect("entry").file_name())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["aside.json"]);
+        assert!(path.join(".backoff.json.2.tmp").exists());
     }
 
     #[test]

@@ -17,13 +17,24 @@
 //! whose fields keep only what the rules read: the recipe is reduced to a
 //! [`Recipe`], `phase` to nothing, and `process_birth.start` is read by
 //! hand as serde's derive reads it, without holding its fields meanwhile
-//! ([`ProcessStart`]). Memory then does not grow with the
-//! journal, only with its longest string: serde_json's stream reader copies
-//! each string it parses into one scratch buffer, which grows to the
-//! longest string of the journal and is dropped with it. (serde_json's
-//! stream reader and rch's slice reader share their checks: escapes, UTF-8,
-//! numbers, depth; the unit tests hold the two to the same verdicts over
-//! rch's corpus.)
+//! ([`ProcessStart`]). (serde_json's stream reader and rch's slice reader
+//! share their checks: escapes, UTF-8, numbers, depth; the unit tests hold
+//! the two to the same verdicts over rch's corpus.)
+//!
+//! What judging takes in memory, exactly: each thread that reads journals
+//! holds a 64 KiB buffer for a journal's head, and while it parses a longer
+//! one, a 64 KiB read buffer and serde_json's scratch buffer, into which
+//! the stream reader copies each string it parses: that grows to the
+//! longest string of the journal and is dropped with it. Ordinary journals
+//! (paths and fingerprints, however many) keep this flat, a few hundred
+//! KiB a thread. A journal larger than 1 MiB is parsed only with one of
+//! two places at one gate that every thread shares (`BIG_PARSES`), so
+//! whatever the thread count at most two strings longer than 1 MiB are
+//! held at once: judging takes at most about twice the largest journal,
+//! plus up to 1 MiB a thread for smaller journals that are one string. (A
+//! string the checks keep, such as the worker id or the command
+//! fingerprint, is copied out of the scratch buffer, so a journal that is
+//! one such string takes twice its size while it is judged.)
 
 use crate::recipe::{Checked, KeySeed, Recipe, Slot, SlotSeed};
 use crate::stat::{FileKind, FileStat};
@@ -37,6 +48,7 @@ use std::io::{self, BufReader, Read};
 use std::os::fd::{AsRawFd, FromRawFd};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::Path;
+use std::sync::{Condvar, Mutex, PoisonError};
 
 /// Larger journals are refused. rch itself sets no limit; the largest it
 /// writes (a recipe with a fingerprint per output file of a big workspace)
@@ -78,7 +90,8 @@ pub struct ProcessIdentity {
 ///
 /// Deserialized by hand, accepting exactly what serde's derive for that
 /// attribute accepts (a map with the tag anywhere among the fields, or a
-/// sequence with the tag first; unknown fields ignored; duplicates, a
+/// sequence with the tag first; the tag a JSON string, never the object
+/// form `{"linux": null}`; unknown fields ignored; duplicates, a
 /// missing field or a value out of range refused), but without buffering:
 /// serde's derive holds every value of the map as `Content` before it
 /// knows the variant, so a `start` with a huge unknown field took memory
@@ -93,9 +106,14 @@ pub enum ProcessStart {
     Darwin { seconds: u64, microseconds: u32 },
 }
 
-/// The variants' names, as the tag spells them.
+/// The variants' names, as the tag spells them, read as serde's derive
+/// reads an internally tagged enum's tag: as a variant identifier
+/// (`deserialize_identifier`), which serde_json takes only from a JSON
+/// string. A plain derive would read it through `deserialize_enum`, which
+/// also takes the externally tagged form `{"linux": null}` that rch
+/// refuses ("invalid type: map, expected variant identifier").
 #[derive(Clone, Copy, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[serde(variant_identifier, rename_all = "snake_case")]
 enum Platform {
     Linux,
     Darwin,
@@ -626,17 +644,19 @@ thread_local! {
 ///
 /// `limit` is [`MAX_JOURNAL_BYTES`] but in tests.
 fn read_lease_within(file: &File, limit: u64) -> Result<(DurableJobLease, u64), ReadFailure> {
-    SMALL_BUFFER.with_borrow_mut(|buffer| read_head(file, limit, buffer, SMALL + 1))
+    SMALL_BUFFER.with_borrow_mut(|buffer| read_head(file, limit, buffer, SMALL + 1, &BIG_PARSES))
 }
 
 /// Reads up to `head` bytes of the journal into `buffer` (cleared first):
 /// a journal that ends within them is parsed from memory, a longer one as a
-/// stream of them and the rest of the file.
+/// stream of them and the rest of the file, one larger than
+/// [`GATED_BYTES`] only with a place at `gate`.
 fn read_head(
     file: &File,
     limit: u64,
     buffer: &mut Vec<u8>,
     head: usize,
+    gate: &'static Gate,
 ) -> Result<(DurableJobLease, u64), ReadFailure> {
     buffer.clear();
     let mut counted = Counted {
@@ -644,6 +664,8 @@ fn read_head(
         limit,
         read: 0,
         over: false,
+        gate,
+        place: None,
     };
     let read = (&mut counted).take(head as u64).read_to_end(buffer);
     if counted.over {
@@ -655,6 +677,12 @@ fn read_head(
     let parsed = if buffer.len() < head {
         parse(buffer)
     } else {
+        // A journal known to be large waits for its place before its parse
+        // starts; one that only grows past the gate's size meanwhile waits
+        // when its read gets there ([`Counted`]).
+        if file.metadata().is_ok_and(|meta| meta.len() > GATED_BYTES) {
+            counted.enter_gate();
+        }
         parse_from(BufReader::with_capacity(
             READ_CHUNK,
             buffer.as_slice().chain(&mut counted),
@@ -681,18 +709,38 @@ fn read_head(
 /// A journal file that counts what is read from it and refuses to deliver
 /// more than [`MAX_JOURNAL_BYTES`], so a file growing while it is parsed can
 /// neither make the read unbounded nor pass for a shorter, valid one.
+///
+/// It also holds the journal's place at the [`BIG_PARSES`] gate once more
+/// than [`GATED_BYTES`] have been read (a journal that grew past its size
+/// when opened, or one whose size was not asked), and until it is dropped:
+/// after the parse, and with it the parser's scratch buffer, is done.
 struct Counted<'f> {
     file: &'f File,
     limit: u64,
     read: u64,
     /// A byte past the limit was read.
     over: bool,
+    /// The gate ([`BIG_PARSES`] but in tests) and the place taken at it.
+    gate: &'static Gate,
+    place: Option<Place<'static>>,
+}
+
+impl Counted<'_> {
+    /// Waits for a place at the gate, unless this journal holds one.
+    fn enter_gate(&mut self) {
+        if self.place.is_none() {
+            self.place = Some(self.gate.enter());
+        }
+    }
 }
 
 impl Read for Counted<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         if self.over {
             return Err(io::Error::other("journal larger than the limit"));
+        }
+        if self.read > GATED_BYTES {
+            self.enter_gate();
         }
         // One byte past the limit is enough to know it was passed.
         let room = (self.limit + 1 - self.read).min(buf.len() as u64) as usize;
@@ -703,6 +751,73 @@ impl Read for Counted<'_> {
             return Err(io::Error::other("journal larger than the limit"));
         }
         Ok(n)
+    }
+}
+
+/// Journals larger than this are parsed [`BIG_PARSES`] at a time. Smaller
+/// ones never wait: the scratch buffer of their parse stays under about
+/// this much, whatever they hold.
+const GATED_BYTES: u64 = 1024 * 1024;
+
+/// How many journals larger than [`GATED_BYTES`] are parsed at any moment,
+/// by the scan's threads and the recoveries' re-reads together. A journal's
+/// parse holds its longest string whole (serde_json's stream reader copies
+/// each string into one scratch buffer before it is checked), so a journal
+/// that is one giant string takes memory its size; without the gate, each
+/// scan thread could hold one (16 threads: about 1 GiB).
+static BIG_PARSES: Gate = Gate::new(2);
+
+/// A counting semaphore: at most `places` holders of a [`Place`] at once.
+struct Gate {
+    places: usize,
+    count: Mutex<Count>,
+    freed: Condvar,
+}
+
+/// Places taken now, and the most ever taken at once (for the tests).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Count {
+    taken: usize,
+    most: usize,
+}
+
+impl Gate {
+    const fn new(places: usize) -> Gate {
+        Gate {
+            places,
+            count: Mutex::new(Count { taken: 0, most: 0 }),
+            freed: Condvar::new(),
+        }
+    }
+
+    /// Waits until a place is free and takes it. The count is plain numbers
+    /// that no panic can leave half-changed, so a poisoned lock still
+    /// guards good ones.
+    fn enter(&self) -> Place<'_> {
+        let mut count = self.count.lock().unwrap_or_else(PoisonError::into_inner);
+        while count.taken >= self.places {
+            count = self
+                .freed
+                .wait(count)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        count.taken += 1;
+        count.most = count.most.max(count.taken);
+        Place(self)
+    }
+}
+
+/// A place at a [`Gate`], given back when dropped.
+struct Place<'g>(&'g Gate);
+
+impl Drop for Place<'_> {
+    fn drop(&mut self) {
+        let gate = self.0;
+        gate.count
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .taken -= 1;
+        gate.freed.notify_one();
     }
 }
 
@@ -1086,6 +1201,101 @@ mod tests {
     }
 
     #[test]
+    fn the_gate_lets_no_more_in_than_it_has_places() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        static GATE: Gate = Gate::new(2);
+        let first = GATE.enter();
+        let second = GATE.enter();
+        let freed = AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            let third = scope.spawn(|| {
+                let _place = GATE.enter();
+                freed.load(Ordering::SeqCst)
+            });
+            freed.store(true, Ordering::SeqCst);
+            drop(first);
+            assert!(
+                third.join().expect("no panic"),
+                "a third entered while two places were taken"
+            );
+        });
+        drop(second);
+        let count = *GATE.count.lock().expect("count");
+        assert_eq!(count, Count { taken: 0, most: 2 });
+    }
+
+    #[test]
+    fn journals_past_the_gate_size_wait_for_a_place_and_give_it_back() {
+        static GATE: Gate = Gate::new(2);
+        let dir = tempfile::tempdir().expect("tempdir");
+        let giant = GATED_BYTES as usize + 4096;
+        let write = |name: &str, text: String| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, text).expect("write");
+            path
+        };
+        // One giant string, valid; the same broken at its end; and one
+        // that is valid but past the (test) limit: every way a parse ends.
+        let valid = with_recovery(&format!(r#"{{"note": "{}"}}"#, "x".repeat(giant)));
+        let files = [
+            (write("valid.json", valid.clone()), "loads"),
+            (
+                write("broken.json", valid.replacen("\"}", "}", 1)),
+                "malformed",
+            ),
+            (write("small.json", with_recovery("{}")), "loads"),
+        ];
+        let outcome = |path: &Path, limit: u64| {
+            let file = File::open(path).expect("open");
+            match read_head(&file, limit, &mut Vec::new(), SMALL + 1, &GATE) {
+                Ok(_) => "loads",
+                Err(ReadFailure::Malformed(_)) => "malformed",
+                Err(ReadFailure::GrewTooLarge(_)) => "too large",
+                Err(_) => "other",
+            }
+        };
+        std::thread::scope(|scope| {
+            for _ in 0..8 {
+                scope.spawn(|| {
+                    for (path, expected) in &files {
+                        assert_eq!(outcome(path, MAX_JOURNAL_BYTES), *expected);
+                    }
+                    assert_eq!(outcome(&files[0].0, GATED_BYTES + 100), "too large");
+                });
+            }
+        });
+        let count = *GATE.count.lock().expect("count");
+        assert_eq!(count.taken, 0, "every place was given back");
+        assert!((1..=2).contains(&count.most), "{count:?}");
+    }
+
+    #[test]
+    fn a_journal_that_grows_past_the_gate_size_while_read_waits_there() {
+        static GATE: Gate = Gate::new(2);
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("journal.json");
+        let read_all = |size: u64| {
+            std::fs::write(&path, vec![b' '; size as usize]).expect("write");
+            let file = File::open(&path).expect("open");
+            let mut counted = Counted {
+                file: &file,
+                limit: MAX_JOURNAL_BYTES,
+                read: 0,
+                over: false,
+                gate: &GATE,
+                place: None,
+            };
+            io::copy(&mut counted, &mut io::sink()).expect("read");
+            counted.place.is_some()
+        };
+        // Read without asking its size (as one that grew since it was
+        // opened): a place is taken once more than the gate's size is read.
+        assert!(!read_all(GATED_BYTES));
+        assert!(read_all(GATED_BYTES + 1));
+        assert_eq!(GATE.count.lock().expect("count").taken, 0);
+    }
+
+    #[test]
     fn a_journal_past_the_limit_is_too_large_never_malformed() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("journal.json");
@@ -1171,6 +1381,18 @@ mod tests {
             "\"windows\"",
             "\"\\u006cinux\"",
             "1e400",
+            // The tag's value in every form but a string, as deserialize_enum
+            // would take it (a map or an externally tagged unit variant)
+            // and as a variant index might (a number): serde's derive reads
+            // the tag as a variant identifier, a JSON string only.
+            "{\"linux\": null}",
+            "{\"darwin\": null}",
+            "{\"linux\": 7}",
+            "{\"linux\": null, \"ticks\": 7}",
+            "[\"linux\"]",
+            "[\"darwin\", 1, 2]",
+            "1",
+            "false",
         ];
         let keys = [
             "platform",
@@ -1248,6 +1470,14 @@ mod tests {
         }
         for atom in atoms {
             cases.push(atom.to_owned());
+            // Every atom as the tag of shapes that are otherwise valid for
+            // either variant, in the map and the sequence form.
+            for rest in ["\"ticks\": 7", "\"seconds\": 1, \"microseconds\": 2"] {
+                cases.push(format!("{{\"platform\": {atom}, {rest}}}"));
+                cases.push(format!("{{{rest}, \"platform\": {atom}}}"));
+            }
+            cases.push(format!("[{atom}, 7]"));
+            cases.push(format!("[{atom}, 1, 2]"));
         }
         let mut accepted = 0;
         for case in &cases {
@@ -1321,6 +1551,14 @@ mod tests {
             r#"{"boot_id": 5, "start": {"platform": "linux", "ticks": 1}}"#.to_owned(),
             "[]".to_owned(),
             "7".to_owned(),
+            // rch: "invalid type: map, expected variant identifier".
+            format!(
+                r#"{{"boot_id": "{boot}", "start": {{"platform": {{"linux": null}}, "ticks": 7}}}}"#
+            ),
+            format!(
+                r#"{{"boot_id": "{boot}", "start": {{"platform": {{"darwin": null}}, "seconds": 1, "microseconds": 2}}}}"#
+            ),
+            format!(r#"{{"boot_id": "{boot}", "start": [{{"linux": null}}, 7]}}"#),
         ] {
             assert!(parse(with_birth(&bad).as_bytes()).is_err(), "{bad}");
         }

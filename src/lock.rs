@@ -4,11 +4,12 @@
 //! on every save; never unlinked, because a waiter could then lock a dead inode.
 
 use crate::exit::{ExitCode, Fatal};
+use crate::fsio::{self, Folder};
 use crate::stat::FileKind;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Read, Seek, Write};
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 /// Held until dropped; the kernel releases it if the process dies.
@@ -48,6 +49,9 @@ pub fn acquire_for(state_file: &Path) -> anyhow::Result<Lock> {
                 path.display()
             ),
         ),
+        LockError::Io(error) if fsio::is_untrusted_folder(&error) => {
+            Fatal::error(ExitCode::Io, error.to_string())
+        }
         LockError::Io(error) => Fatal::error(
             ExitCode::Io,
             format!("cannot lock {}: {error}", path.display()),
@@ -61,19 +65,27 @@ fn not_ours(what: &str) -> LockError {
     )))
 }
 
-/// Takes the lock without waiting and writes our PID into it.
+/// Takes the lock without waiting and writes our PID into it. The lock's
+/// folder is the private state folder: opened without following a link and
+/// checked on its descriptor ([`Folder::private`]), and the lock is opened
+/// relative to that descriptor, so it is never created in a folder someone
+/// else made or swapped in.
 pub fn acquire(path: &Path) -> Result<Lock, LockError> {
+    let folder = Folder::private(fsio::parent_dir(path)).map_err(LockError::Io)?;
+    acquire_in(&folder, fsio::file_name(path).map_err(LockError::Io)?)
+}
+
+/// Takes the lock `name` in `folder` without waiting.
+pub fn acquire_in(folder: &Folder, name: &std::ffi::OsStr) -> Result<Lock, LockError> {
     // O_NOFOLLOW: a link is refused, never followed; O_NONBLOCK: a FIFO
     // cannot hang the open. What was opened is checked before a byte is
     // written: only a regular file of this user's is ever our lock.
-    let mut file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(path)
+    let mut file = folder
+        .open_at(
+            name,
+            libc::O_RDWR | libc::O_CREAT | libc::O_NOFOLLOW | libc::O_NONBLOCK,
+            0o600,
+        )
         .map_err(
             |error| match error.raw_os_error().and_then(FileKind::refused_open) {
                 Some(kind) => not_ours(kind.described()),

@@ -400,6 +400,21 @@ pub fn state_path(identity: &Identity, state_file: &Path, intent: Intent) -> Fin
         }
     }
     let folder = fsio::parent_dir(state_file);
+    // A run opens the folder without following a link (O_NOFOLLOW) and
+    // would refuse a link there at its first write: say so now.
+    if intent.writes_state()
+        && std::fs::symlink_metadata(folder).is_ok_and(|meta| meta.is_symlink())
+    {
+        return Finding::fail(
+            check,
+            ExitCode::Io,
+            format!(
+                "state folder {} is a symbolic link; rch-sweep does not follow one to its lock and state",
+                folder.display()
+            ),
+            "point --state-file / RCH_SWEEP_STATE_FILE into the real folder",
+        );
+    }
     match std::fs::metadata(folder) {
         Ok(meta) if intent.writes_state() && !folder_trusted(meta.uid(), meta.mode()) => {
             Finding::fail(
@@ -549,15 +564,9 @@ fn creatable(folder: &Path) -> Result<(), (PathBuf, std::io::Error)> {
     }
 }
 
-/// A folder another user could write to lets them replace the lock or the
-/// state: it must be this user's or root's, and not writable by group or
-/// others unless sticky (as `/tmp` is, where only owners may rename).
-pub fn folder_trusted(uid: u32, mode: u32) -> bool {
-    let owner_ok = uid == account::euid() || uid == 0;
-    let shared_write = mode & 0o022 != 0;
-    let sticky = mode & libc::S_ISVTX != 0;
-    owner_ok && (!shared_write || sticky)
-}
+/// The rule for the state folder, checked here on its path and by a run on
+/// the descriptor it writes through ([`fsio::Folder::private`]).
+pub use crate::fsio::folder_trusted;
 
 /// Whether `state_file` names the lease directory or a path inside it,
 /// compared with symlinks resolved both through its final component and

@@ -5,7 +5,7 @@
 
 use crate::backoff::{Backoff, VERSION};
 use crate::exit::{ExitCode, Fatal};
-use crate::fsio::{self, Existing, FileId};
+use crate::fsio::{self, Existing, FileId, Folder};
 use crate::log;
 use serde::Deserialize;
 use std::io::{self, Read};
@@ -213,9 +213,12 @@ pub fn load_for_plan(path: &Path) -> anyhow::Result<Backoff> {
 }
 
 /// Moves the corrupt state file `read` to `<name>.corrupt-<unix_ms>` beside
-/// it, only if the path still names that very file (same dev and inode).
+/// it, only if the path still names that very file (same dev and inode),
+/// within the state folder as checked on its descriptor ([`Folder::private`]).
 pub fn quarantine(path: &Path, read: FileId, now_ms: u64) -> io::Result<PathBuf> {
-    match fsio::existing(path)? {
+    let folder = Folder::private(fsio::parent_dir(path))?;
+    let name = fsio::file_name(path)?;
+    match folder.existing(name)? {
         Existing::Ours(now) if now == read => {}
         _ => {
             return Err(io::Error::other(
@@ -223,18 +226,20 @@ pub fn quarantine(path: &Path, read: FileId, now_ms: u64) -> io::Result<PathBuf>
             ));
         }
     }
-    let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(format!(".corrupt-{now_ms}"));
-    let aside = path.with_file_name(name);
-    std::fs::rename(path, &aside)?;
-    Ok(aside)
+    let mut aside = name.to_os_string();
+    aside.push(format!(".corrupt-{now_ms}"));
+    folder.rename(name, &aside)?;
+    Ok(path.with_file_name(aside))
 }
 
-/// Writes the state atomically, mode 0600.
+/// Writes the state atomically, mode 0600, into the state folder as
+/// checked on the descriptor the write goes through ([`Folder::private`]):
+/// a folder someone swapped in since the run's checks, or a link, is an
+/// error and nothing is written into it.
 pub fn save(path: &Path, backoff: &Backoff) -> io::Result<()> {
     let mut bytes = serde_json::to_vec_pretty(backoff).map_err(io::Error::other)?;
     bytes.push(b'\n');
-    fsio::write_atomic(path, &bytes, 0o600)
+    Folder::private(fsio::parent_dir(path))?.write_atomic(fsio::file_name(path)?, &bytes, 0o600)
 }
 
 #[cfg(test)]

@@ -185,6 +185,42 @@ fn process_birth_must_have_rchs_shape_and_a_dead_pid_is_gone_whatever_it_recorde
         ),
         (json!({"boot_id": boot, "start": {"ticks": 5}}), "malformed"),
         (json!({"boot_id": boot}), "malformed"),
+        // The tag is a variant identifier: a JSON string, in the map and
+        // the sequence form alike (rch: "invalid type: map, expected
+        // variant identifier").
+        (
+            json!({"boot_id": boot, "start": {"platform": {"linux": null}, "ticks": 7}}),
+            "malformed",
+        ),
+        (
+            json!({"boot_id": boot, "start": {"platform": {"darwin": null}, "seconds": 1, "microseconds": 2}}),
+            "malformed",
+        ),
+        (
+            json!({"boot_id": boot, "start": [{"linux": null}, 7]}),
+            "malformed",
+        ),
+        (
+            json!({"boot_id": boot, "start": {"platform": ["linux"], "ticks": 7}}),
+            "malformed",
+        ),
+        (
+            json!({"boot_id": boot, "start": {"platform": 0, "ticks": 7}}),
+            "malformed",
+        ),
+        (json!({"boot_id": boot, "start": [0, 7]}), "malformed"),
+        (
+            json!({"boot_id": boot, "start": {"platform": true, "ticks": 7}}),
+            "malformed",
+        ),
+        (
+            json!({"boot_id": boot, "start": {"platform": null, "ticks": 7}}),
+            "malformed",
+        ),
+        (
+            json!({"boot_id": boot, "start": ["linux", 7]}),
+            "would_recover",
+        ),
         (json!(null), "would_recover"),
         (
             json!({"boot_id": boot, "start": {"platform": "linux", "ticks": 5}}),

@@ -123,3 +123,155 @@ fn a_live_owner_with_no_recorded_identity_is_unverified() {
     let (_, document) = world.json(&["--dry-run"]);
     assert_eq!(document["skipped"], json!({"owner_alive": 1}));
 }
+
+/// Journals larger than this are parsed at most two at a time.
+const GATED: u64 = 1024 * 1024;
+
+#[test]
+fn at_most_two_journals_over_1_mib_are_parsed_at_once_whatever_the_threads() {
+    let strace = std::path::Path::new("/usr/bin/strace");
+    if !strace.exists() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "strace is missing; .ci/run installs it"
+        );
+        eprintln!("skipped: strace is not installed (apt-get install strace)");
+        return;
+    }
+    // Eight journals of one 3 MiB string each (the string a parse must
+    // hold whole), and eight scan threads: one each.
+    let world = World::new();
+    let mut ids = Vec::new();
+    for worker in 0..8 {
+        let journal = Journal::stale(&format!("w{worker}"), 2 * HOUR_MS)
+            .set_recipe("note", json!("x".repeat(3 << 20)));
+        world.add(&journal);
+        ids.push((journal.id.clone(), "would_recover".to_owned()));
+    }
+    ids.sort();
+    let log = world.path("strace.log");
+    let output = std::process::Command::new(strace)
+        .args([
+            "-f",
+            "-qq",
+            "-s",
+            "0",
+            "-e",
+            "trace=openat,read,close",
+            "-o",
+        ])
+        .arg(&log)
+        .arg(BIN)
+        .args([
+            "--dry-run",
+            "--json",
+            "--max-recoveries",
+            "8",
+            "--lease-dir",
+        ])
+        .arg(world.leases())
+        .arg("--state-file")
+        .arg(world.state_file())
+        .env("RCH_SWEEP_SCAN_THREADS", "8")
+        .env_remove("RCH_STATE_HOME")
+        .output()
+        .expect("run under strace");
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let document: serde_json::Value = serde_json::from_slice(&output.stdout).expect("json");
+    let mut seen = outcomes(&document);
+    seen.sort();
+    assert_eq!(seen, ids);
+
+    // Each journal is parsed past 1 MiB from its first read that starts
+    // there (taken only with a place at the gate) to its read that finds
+    // the end (made before the place is given back). strace logs a call
+    // as the thread makes it, and a thread can only take a place after
+    // another gave it back, so these spans, in the log's order, overlap
+    // only as far as the gate lets them.
+    let spans = parse_spans(&std::fs::read_to_string(&log).expect("strace log"));
+    assert_eq!(
+        spans.len(),
+        8,
+        "every journal was read to its end: {spans:?}"
+    );
+    let mut edges: Vec<(usize, i32)> = spans
+        .iter()
+        .flat_map(|(start, end)| [(*start, 1), (*end, -1)])
+        .collect();
+    edges.sort();
+    let (mut now, mut most) = (0, 0);
+    for (_, step) in edges {
+        now += step;
+        most = most.max(now);
+    }
+    assert!(
+        (1..=2).contains(&most),
+        "{most} journals over 1 MiB were parsed at once"
+    );
+}
+
+/// The spans (log line of the first read of a journal that starts past
+/// [`GATED`], log line of the read that returns 0) in `strace -f` output.
+fn parse_spans(log: &str) -> Vec<(usize, usize)> {
+    // By fd: bytes read so far, and where the span started.
+    let mut open: std::collections::HashMap<i64, (u64, Option<usize>)> = Default::default();
+    // By thread: a call logged as unfinished, and the line it began on.
+    let mut pending: std::collections::HashMap<&str, (String, usize)> = Default::default();
+    let mut spans = Vec::new();
+    for (line_no, line) in log.lines().enumerate() {
+        let Some((pid, rest)) = line.split_once(' ') else {
+            continue;
+        };
+        let rest = rest.trim_start();
+        let (call, began) = if let Some(head) = rest.strip_suffix(" <unfinished ...>") {
+            pending.insert(pid, (head.to_owned(), line_no));
+            continue;
+        } else if rest.starts_with("<... ") {
+            let Some((head, began)) = pending.remove(pid) else {
+                continue;
+            };
+            let tail = rest.split_once("resumed>").map_or("", |(_, tail)| tail);
+            (format!("{head}{tail}"), began)
+        } else {
+            (rest.to_owned(), line_no)
+        };
+        let Some((_, result)) = call.rsplit_once(" = ") else {
+            continue;
+        };
+        let Ok(result) = result
+            .split_whitespace()
+            .next()
+            .unwrap_or("")
+            .parse::<i64>()
+        else {
+            continue;
+        };
+        let fd_arg = |name: &str| {
+            call.strip_prefix(name)?
+                .split([',', ')'])
+                .next()?
+                .trim()
+                .parse::<i64>()
+                .ok()
+        };
+        if call.starts_with("openat(") && call.contains("rchw-") && result >= 0 {
+            open.insert(result, (0, None));
+        } else if let Some(fd) = fd_arg("read(") {
+            if let Some((read, start)) = open.get_mut(&fd) {
+                if *read > GATED && start.is_none() {
+                    *start = Some(began);
+                }
+                if result == 0 {
+                    if let Some(start) = start.take() {
+                        spans.push((start, line_no));
+                    }
+                } else if result > 0 {
+                    *read += result as u64;
+                }
+            }
+        } else if let Some(fd) = fd_arg("close(") {
+            open.remove(&fd);
+        }
+    }
+    spans
+}

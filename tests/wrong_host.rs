@@ -479,6 +479,161 @@ fn a_state_folder_another_user_could_swap_is_refused_and_left_alone() {
     assert!(marker.exists());
 }
 
+/// Runs a real sweep of `world` under strace, stopped (SIGSTOP, injected
+/// at its first `flock`) right after it took the lease directory's lock:
+/// after its preflight looked at the state folder, before it made or opened
+/// it. `swap` runs then, the sweep is continued, and its output returned.
+/// `None` when strace is missing (outside CI).
+fn run_swapped_after_preflight(
+    world: &World,
+    state_file: &Path,
+    rch: &Path,
+    swap: impl FnOnce(),
+) -> Option<std::process::Output> {
+    let strace = Path::new("/usr/bin/strace");
+    if !strace.exists() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "strace is missing; .ci/run installs it"
+        );
+        eprintln!("skipped: strace is not installed (apt-get install strace)");
+        return None;
+    }
+    let mut child = Command::new(strace)
+        .args(["-qq", "-o", "/dev/null", "-e", "trace=flock"])
+        .args(["-e", "inject=flock:signal=SIGSTOP:when=1", BIN, "--json"])
+        .args(["--lease-dir", utf8(&world.leases())])
+        .args(["--state-file", utf8(state_file)])
+        .args(["--rch", utf8(rch)])
+        .env_remove("RCH_STATE_HOME")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start strace");
+    // The signal is delivered as the flock returns: once the lease
+    // directory's lock shows in /proc/locks, the sweep cannot take another
+    // step until it is continued.
+    let ino = fs::metadata(world.leases()).expect("lease dir").ino();
+    let held = format!(":{ino} ");
+    let sweep = loop {
+        let locks = fs::read_to_string("/proc/locks").expect("/proc/locks");
+        let holder = locks
+            .lines()
+            .filter(|line| line.contains(" FLOCK ") && line.contains(&held))
+            .find_map(|line| line.split_whitespace().nth(4)?.parse::<i32>().ok());
+        if let Some(pid) = holder {
+            break pid;
+        }
+        if let Some(status) = child.try_wait().expect("wait") {
+            panic!("the sweep ended ({status}) before it took the lease directory's lock");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    swap();
+    // SAFETY: kill with a PID of our own child's child and a valid signal.
+    assert_eq!(unsafe { libc::kill(sweep, libc::SIGCONT) }, 0);
+    Some(child.wait_with_output().expect("wait for the sweep"))
+}
+
+#[test]
+fn a_state_folder_swapped_in_after_the_preflight_is_refused_and_never_written_into() {
+    let world = World::new();
+    world.add(&Journal::stale("hz4", 2 * HOUR_MS));
+    let marker = world.path("started");
+    let rch = world.script("rch", &format!("touch '{}'", marker.display()));
+    // A shared sticky folder, as /tmp/rch is, where the state folder does
+    // not exist yet: the preflight finds nothing there to refuse.
+    let shared = world.path("shared");
+    fs::create_dir(&shared).expect("mkdir");
+    fs::set_permissions(&shared, fs::Permissions::from_mode(0o1777)).expect("chmod");
+    let folder = shared.join("rch-sweep");
+    let state_file = folder.join("backoff.json");
+
+    // Made a link to a folder elsewhere meanwhile: not followed.
+    let elsewhere = world.path("elsewhere");
+    fs::create_dir(&elsewhere).expect("mkdir");
+    fs::set_permissions(&elsewhere, fs::Permissions::from_mode(0o700)).expect("chmod");
+    let Some(output) = run_swapped_after_preflight(&world, &state_file, &rch, || {
+        symlink(&elsewhere, &folder).expect("swap in a link");
+    }) else {
+        return;
+    };
+    assert_error_document(&output, 74, "is a symbolic link");
+    assert!(
+        stderr(&output).contains(&format!("state folder {}", folder.display())),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(files_in(&elsewhere), Vec::<String>::new(), "written into");
+    assert!(fs::symlink_metadata(&folder).expect("lstat").is_symlink());
+    assert!(!marker.exists(), "a recovery was started");
+    fs::remove_file(&folder).expect("unlink");
+
+    // Made by another user, writable by all, meanwhile (needs root to be
+    // that other user).
+    if !root_or_skip("a_state_folder_swapped_in_by_another_user") {
+        return;
+    }
+    let output = run_swapped_after_preflight(&world, &state_file, &rch, || {
+        fs::create_dir(&folder).expect("mkdir");
+        fs::set_permissions(&folder, fs::Permissions::from_mode(0o777)).expect("chmod");
+        give_to_nobody(&folder);
+    })
+    .expect("strace ran before");
+    assert_error_document(&output, 74, "belongs to nobody (uid 65534) with mode 0777");
+    assert_eq!(files_in(&folder), Vec::<String>::new(), "written into");
+    assert!(!marker.exists(), "a recovery was started");
+}
+
+#[test]
+fn a_state_folder_that_is_a_link_is_refused_by_run_forget_and_doctor_alike() {
+    let world = World::new();
+    world.add(&Journal::stale("hz4", 2 * HOUR_MS));
+    let marker = world.path("started");
+    let rch = world.script("rch", &format!("touch '{}'", marker.display()));
+    let real = world.path("real");
+    fs::create_dir(&real).expect("mkdir");
+    fs::set_permissions(&real, fs::Permissions::from_mode(0o700)).expect("chmod");
+    let link = world.path("linked");
+    symlink(&real, &link).expect("symlink");
+    let state_file = link.join("backoff.json");
+    let command = |args: &[&str]| {
+        let mut command = World::bare_command();
+        command
+            .args(args)
+            .args(["--lease-dir", utf8(&world.leases())])
+            .args(["--state-file", utf8(&state_file)]);
+        command
+    };
+    let output = command(&["--json", "--rch", utf8(&rch)])
+        .output()
+        .expect("run");
+    assert_error_document(&output, 74, "is a symbolic link");
+    let output = command(&["forget", "--all"]).output().expect("forget");
+    assert_eq!(output.status.code(), Some(74), "{}", stderr(&output));
+    assert!(!marker.exists(), "a recovery was started");
+    // (doctor runs `rch --version`, which touches the marker.)
+    let output = command(&["doctor", "--json", "--rch", utf8(&rch)])
+        .output()
+        .expect("doctor");
+    let document = one_document(&output);
+    let state = document["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .find(|row| row["check"] == "state")
+        .expect("a state row")
+        .clone();
+    assert_eq!(state["status"], "fail", "{document}");
+    assert!(
+        state["finding"]
+            .as_str()
+            .is_some_and(|finding| finding.contains("is a symbolic link")),
+        "{state}"
+    );
+    assert_eq!(files_in(&real), Vec::<String>::new(), "written into");
+}
+
 #[test]
 fn the_metrics_file_is_world_readable_under_a_strict_umask() {
     let world = World::new();

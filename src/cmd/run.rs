@@ -228,7 +228,10 @@ fn dry_run(run: &Run) -> Result<ExitCode> {
 
 /// Takes the lease directory's lock, then the state lock: busy is 75, any
 /// other failure 74. The state folder is created (0700) only once the lease
-/// directory is ours for this run.
+/// directory is ours for this run; whether it was just made or was there,
+/// it is opened without following a link and checked on that descriptor,
+/// and the lock is opened through it, so a folder someone made or swapped
+/// in since the preflight is refused (74), never written into.
 fn acquire_locks(run: &Run, dir: &LeaseDir) -> Result<lock::Lock> {
     let shown = run.target.lease_dir.display();
     lease_dir::lock(dir).map_err(|error| match error {
@@ -248,13 +251,15 @@ fn acquire_locks(run: &Run, dir: &LeaseDir) -> Result<lock::Lock> {
     })?;
     let state_dir = fsio::parent_dir(&run.target.state_file);
     fsio::ensure_private_dir(state_dir).map_err(|error| {
-        Fatal::error(
-            ExitCode::Io,
+        let message = if fsio::is_untrusted_folder(&error) {
+            error.to_string()
+        } else {
             format!(
                 "cannot create state folder {}: {error}",
                 state_dir.display()
-            ),
-        )
+            )
+        };
+        Fatal::error(ExitCode::Io, message)
     })?;
     lock::acquire_for(&run.target.state_file)
 }
