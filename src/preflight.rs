@@ -12,7 +12,7 @@ use crate::account;
 use crate::config;
 use crate::exit::{ExitCode, Fatal};
 use crate::fsio::{self, Existing};
-use crate::lease_dir::{Found, Identity};
+use crate::lease_dir::{Identity, LeaseDirFound};
 use crate::lock;
 use crate::stat::FileKind;
 use crate::state::{self, Access};
@@ -222,7 +222,7 @@ pub fn lease_dir(identity: &Identity, intent: Intent) -> Finding {
     let shown = identity.display();
     let check = Check::LeaseDir;
     let uid = match &identity.found {
-        Found::Missing => {
+        LeaseDirFound::Missing => {
             return Finding::warn(
                 check,
                 format!("lease directory {shown} does not exist; nothing to sweep yet"),
@@ -233,7 +233,7 @@ pub fn lease_dir(identity: &Identity, intent: Intent) -> Finding {
                 },
             );
         }
-        Found::NotADirectory => {
+        LeaseDirFound::NotADirectory => {
             return Finding::fail(
                 check,
                 ExitCode::Config,
@@ -241,7 +241,7 @@ pub fn lease_dir(identity: &Identity, intent: Intent) -> Finding {
                 "point --lease-dir / RCH_SWEEP_LEASE_DIR at rch's job-leases folder",
             );
         }
-        Found::Unreadable(error) => {
+        LeaseDirFound::Unreadable(error) => {
             return Finding::fail(
                 check,
                 ExitCode::Io,
@@ -249,7 +249,7 @@ pub fn lease_dir(identity: &Identity, intent: Intent) -> Finding {
                 "check its permissions and the disk",
             );
         }
-        Found::Directory { uid } => *uid,
+        LeaseDirFound::Directory { uid } => *uid,
     };
     if intent.needs_rch_name() && !identity.named_job_leases() {
         let fix = match identity.nested_job_leases() {
@@ -649,7 +649,7 @@ pub fn lock(identity: &Identity, state_file: &Path) -> Finding {
         );
     }
     if outcome.is_ok()
-        && matches!(identity.found, Found::Directory { .. })
+        && matches!(identity.found, LeaseDirFound::Directory { .. })
         && let Ok(meta) = std::fs::metadata(&identity.resolved)
     {
         outcome = looked(

@@ -5,8 +5,9 @@
 
 use crate::config;
 use crate::evidence::{Check, Evidence, Judgement};
-use crate::journal::{self, LeaseDir, ListedType, Listing, MAX_JOURNAL_BYTES, ReadFailure};
+use crate::journal::{self, MAX_JOURNAL_BYTES, ReadFailure};
 use crate::judge;
+use crate::lease_dir::{LeaseDir, ListedType, Listing};
 use crate::owner::ProcFs;
 use crate::plan;
 use crate::stat::FileKind;

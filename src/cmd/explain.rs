@@ -13,8 +13,8 @@ use crate::cli::ExplainArgs;
 use crate::evidence::Judgement;
 use crate::exit::ExitCode;
 use crate::human::span;
-use crate::journal::{self, LeaseDir};
-use crate::lease_dir::{Found, Identity};
+use crate::journal;
+use crate::lease_dir::{Identity, LeaseDir, LeaseDirFound};
 use crate::log;
 use crate::owner::ProcFs;
 use crate::preflight::Intent;
@@ -136,7 +136,7 @@ pub fn run(args: ExplainArgs) -> Result<ExitCode> {
 /// named is missing). One that is no directory was refused by the
 /// preflight (78), as for a run.
 fn open_lease_dir(lease_dir: &Identity) -> Result<Option<LeaseDir>> {
-    if matches!(lease_dir.found, Found::Missing) {
+    if matches!(lease_dir.found, LeaseDirFound::Missing) {
         return Ok(None);
     }
     match lease_dir.open() {

@@ -9,8 +9,8 @@ use super::Target;
 use crate::backoff::{Backoff, now_unix_ms};
 use crate::cli::RunArgs;
 use crate::exit::{ExitCode, Fatal};
-use crate::journal::LeaseDir;
-use crate::lease_dir::{self, Found};
+use crate::lease_dir::sweep_lock::{self, SweepLockError};
+use crate::lease_dir::{LeaseDir, LeaseDirFound};
 use crate::lock;
 use crate::owner::ProcFs;
 use crate::plan::{self, Slot};
@@ -58,7 +58,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     };
     let result = if let Err(error) = refuse_tilde(&run.args) {
         Err(error)
-    } else if matches!(run.target.lease_dir.found, Found::Missing) {
+    } else if matches!(run.target.lease_dir.found, LeaseDirFound::Missing) {
         missing_lease_dir(&run)
     } else {
         run.target.check(run.intent).and_then(|()| {
@@ -234,8 +234,8 @@ fn dry_run(run: &Run) -> Result<ExitCode> {
 /// in since the preflight is refused (74), never written into.
 fn acquire_locks(run: &Run, dir: &LeaseDir) -> Result<lock::Lock> {
     let shown = run.target.lease_dir.display();
-    lease_dir::lock(dir).map_err(|error| match error {
-        lease_dir::LockError::Busy => Fatal::error(
+    sweep_lock::acquire(dir).map_err(|error| match error {
+        SweepLockError::Busy => Fatal::error(
             ExitCode::TempFail,
             format!(
                 "another rch-sweep{} is sweeping the lease directory {shown} (perhaps through another path or with another state file); try again when it is done",
@@ -244,7 +244,7 @@ fn acquire_locks(run: &Run, dir: &LeaseDir) -> Result<lock::Lock> {
                     .unwrap_or_default()
             ),
         ),
-        lease_dir::LockError::Io(error) => Fatal::error(
+        SweepLockError::Io(error) => Fatal::error(
             ExitCode::Io,
             format!("cannot lock the lease directory {shown}: {error}"),
         ),
@@ -441,7 +441,7 @@ fn summary(run: &Run, scan: Scan, scan_duration: Duration, leases: Vec<LeaseLine
     Summary {
         dry_run: run.dry(),
         lease_dir: run.target.lease_dir.resolved.clone(),
-        lease_dir_present: !matches!(run.target.lease_dir.found, Found::Missing),
+        lease_dir_present: !matches!(run.target.lease_dir.found, LeaseDirFound::Missing),
         state_file: run.target.state_file.clone(),
         now_unix_ms: run.now_unix_ms,
         duration: run.started.elapsed(),
