@@ -4,7 +4,7 @@
 //! one module a step. Plain data sits at the bottom (`verdict`,
 //! `observation`, `stat`, `evidence`); the decisions over it (`judge`,
 //! `plan`, `backoff`, `exit`, `record`) are functions over plain data; the
-//! modules around them do the I/O: `journal` and `owner` read, `preflight`
+//! modules around them do the I/O: `lease`, `lease_dir` and `owner` read, `preflight`
 //! looks, `child`, `recover` and `dispatch` run `rch` (`daemon` asks it,
 //! and its daemon, which socket to use and whether it answers), `state`, `lock`,
 //! `fsio` and `persist` write, `report`, `evidence_text`, `metrics` and
@@ -24,8 +24,8 @@ pub mod exit;
 pub mod fsio;
 pub mod host;
 pub mod human;
-pub mod journal;
 pub mod judge;
+pub mod lease;
 pub mod lease_dir;
 pub mod lock;
 pub mod log;
@@ -35,7 +35,6 @@ pub mod owner;
 pub mod persist;
 pub mod plan;
 pub mod preflight;
-pub mod recipe;
 pub mod record;
 pub mod recover;
 pub mod report;

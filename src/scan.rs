@@ -5,8 +5,8 @@
 
 use crate::config;
 use crate::evidence::{Check, Evidence, Judgement};
-use crate::journal::{self, MAX_JOURNAL_BYTES, ReadFailure};
 use crate::judge;
+use crate::lease::{self, MAX_JOURNAL_BYTES, ReadFailure};
 use crate::lease_dir::{LeaseDir, ListedType, Listing};
 use crate::owner::ProcFs;
 use crate::plan;
@@ -69,7 +69,7 @@ pub fn scan(dir: &LeaseDir, options: &ScanOptions, proc: &ProcFs) -> io::Result<
 /// consumed as it is read: this thread fills batches of names and hands each
 /// to a worker through a short bounded queue, or judges it itself when the
 /// queue is full. Each thread parses one journal at a time as a stream
-/// ([`journal::read_lease`]) and keeps only what the result needs (counts;
+/// ([`lease::read_lease`]) and keeps only what the result needs (counts;
 /// candidates; skipped rows only for `--verbose`), so memory grows with the
 /// candidates, never with the skipped journals or their sizes. The
 /// result is exactly the serial one: candidates in [`plan::order`], skipped
@@ -303,7 +303,7 @@ impl Partial {
                             position,
                             Skipped {
                                 file: String::from_utf8_lossy(name).into_owned(),
-                                wrapper_id: journal::wrapper_id_of(name).map(str::to_owned),
+                                wrapper_id: lease::wrapper_id_of(name).map(str::to_owned),
                                 reason,
                                 detail,
                             },
@@ -409,7 +409,7 @@ pub fn judge_file(
     if !matches!(listed, FileKind::Regular | FileKind::Unknown) {
         return skipped(checks, SkipReason::NotRegular, Evidence::Listed(listed));
     }
-    let Some(wrapper_id) = journal::wrapper_id_of(name) else {
+    let Some(wrapper_id) = lease::wrapper_id_of(name) else {
         checks.push(Check::pass(
             SkipReason::NotRegular,
             Evidence::Listed(listed),
@@ -439,7 +439,7 @@ pub fn judge_file(
             // the limit while it was parsed is `unreadable`, never
             // `malformed`, so the size check is passed only once the parse
             // has ended.
-            match journal::read_lease(&file) {
+            match lease::read_lease(&file) {
                 Ok((lease, read)) => {
                     checks.push(Check::pass(
                         SkipReason::Unreadable,

@@ -13,7 +13,7 @@ use crate::cli::ExplainArgs;
 use crate::evidence::Judgement;
 use crate::exit::ExitCode;
 use crate::human::span;
-use crate::journal;
+use crate::lease;
 use crate::lease_dir::{Identity, LeaseDir, LeaseDirFound};
 use crate::log;
 use crate::owner::ProcFs;
@@ -217,7 +217,7 @@ fn explain(
     let wrapper_id = name
         .as_ref()
         .ok()
-        .and_then(|name| journal::wrapper_id_of(name))
+        .and_then(|name| lease::wrapper_id_of(name))
         .map(str::to_owned);
     let judged = name.and_then(|name| {
         let Some(dir) = dir else {

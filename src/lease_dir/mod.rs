@@ -9,7 +9,7 @@
 //! - [`sweep_lock`]: the lock on the directory that keeps two sweeps off it.
 //!
 //! What a journal holds, and how its bytes are read and parsed, is
-//! [`crate::journal`]'s.
+//! [`crate::lease`]'s.
 
 pub mod identity;
 pub mod open;

@@ -5,13 +5,13 @@
 //! A journal is input from disk, possibly hostile: a journal is opened
 //! without following a link or blocking on a FIFO, and only a regular file
 //! owned by the user running the sweep, within [`MAX_JOURNAL_BYTES`], is
-//! handed on to be read ([`crate::journal::read_lease`]), since a journal
+//! handed on to be read ([`crate::lease::read_lease`]), since a journal
 //! is the authority for a recovery run with that user's keys. The path was
 //! resolved before ([`super::Identity`]); from here on the directory is
 //! reached only by its descriptor, so a name can never select a path
 //! outside it.
 
-use crate::journal::{DurableJobLease, MAX_JOURNAL_BYTES, ReadFailure, is_wrapper_id, read_lease};
+use crate::lease::{DurableJobLease, MAX_JOURNAL_BYTES, ReadFailure, is_wrapper_id, read_lease};
 use crate::stat::{FileKind, FileStat};
 use std::ffi::CString;
 use std::fs::File;
