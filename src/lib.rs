@@ -35,6 +35,7 @@ pub mod owner;
 pub mod persist;
 pub mod plan;
 pub mod preflight;
+pub mod proc_locks;
 pub mod record;
 pub mod recover;
 pub mod report;

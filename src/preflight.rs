@@ -14,6 +14,7 @@ use crate::exit::{ExitCode, Fatal};
 use crate::fsio::{self, Existing};
 use crate::lease_dir::{Identity, LeaseDirFound};
 use crate::lock;
+use crate::proc_locks;
 use crate::stat::FileKind;
 use crate::state::{self, Access};
 use std::ffi::OsStr;
@@ -624,7 +625,7 @@ pub fn lock(identity: &Identity, state_file: &Path) -> Finding {
     let lock_file = lock::lock_path(state_file);
     let mut held = Vec::new();
     let mut looked = |what: String, meta: std::fs::Metadata, pid_file: Option<&Path>| {
-        match lock::holders(meta.dev(), meta.ino()) {
+        match proc_locks::holders(meta.dev(), meta.ino()) {
             Ok(pids) if pids.is_empty() => Ok(()),
             Ok(pids) => {
                 // The lock file holds its holder's PID; /proc/locks knows it too.

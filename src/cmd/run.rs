@@ -20,7 +20,7 @@ use crate::recover::Fault;
 use crate::report::{LeaseLine, Outcome, Summary};
 use crate::scan::{self, Scan, ScanOptions};
 use crate::verdict::Candidate;
-use crate::{daemon, dispatch, fsio, log, persist, recover, signals, state};
+use crate::{daemon, dispatch, fsio, log, persist, proc_locks, recover, signals, state};
 use anyhow::{Context, Result};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -270,7 +270,7 @@ fn lease_dir_holder(resolved: &std::path::Path) -> Option<u32> {
     use std::os::unix::fs::MetadataExt;
     let meta = std::fs::metadata(resolved).ok()?;
     let own = std::process::id();
-    lock::holders(meta.dev(), meta.ino())
+    proc_locks::holders(meta.dev(), meta.ino())
         .ok()?
         .into_iter()
         .find(|pid| *pid != own)

@@ -6,7 +6,8 @@
 //! is created in rch's directory, and two sweeps that reach it by
 //! different paths, or with different state files (and so different state
 //! locks), still meet on the same inode. Who holds it is seen in
-//! `/proc/locks`: the directory holds no PID to read.
+//! `/proc/locks` ([`crate::proc_locks`]): the directory holds no PID to
+//! read.
 
 use super::LeaseDir;
 use std::io;
