@@ -2,13 +2,13 @@
 //! run `rch jobs recover`, and count success only when the journal read back
 //! shows the delivery and the daemon's receipt.
 
-use crate::backoff::now_unix_ms;
 use crate::child::{self, ChildSpec, Ending};
 use crate::daemon;
 use crate::exit::ExitCode;
 use crate::judge;
 use crate::lease::{DurableJobLease, ReadFailure};
 use crate::lease_dir::{LeaseDir, recovery_lock};
+use crate::state::backoff::now_unix_ms;
 use crate::verdict::Candidate;
 use std::ffi::OsString;
 use std::io;

@@ -18,7 +18,6 @@
 //! the route's name.
 
 use super::Target;
-use crate::backoff::{Backoff, now_unix_ms};
 use crate::child::{self, Capture, ChildSpec, Ending};
 use crate::cli::{DoctorArgs, Route, RunArgs};
 use crate::config;
@@ -28,6 +27,7 @@ use crate::owner::ProcFs;
 use crate::plan::{self, Slot};
 use crate::preflight::{self, Check, Finding, Intent, Status};
 use crate::scan::{self, ScanOptions};
+use crate::state::backoff::{Backoff, now_unix_ms};
 use crate::verdict::SkipReason;
 use crate::{account, daemon, host, log, recover, route, state};
 use anyhow::Result;

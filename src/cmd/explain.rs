@@ -8,7 +8,6 @@
 //! starts nothing, writes nothing, takes no lock and needs no `rch`: the
 //! state file is only read.
 
-use crate::backoff::{self, Backoff, Entry, now_unix_ms};
 use crate::cli::ExplainArgs;
 use crate::evidence::Judgement;
 use crate::exit::ExitCode;
@@ -19,6 +18,7 @@ use crate::log;
 use crate::owner::ProcFs;
 use crate::preflight::Intent;
 use crate::scan::{self, ScanOptions};
+use crate::state::backoff::{self, Backoff, Entry, now_unix_ms};
 use crate::state::{self, Loaded};
 use anyhow::Result;
 use serde::Serialize;

@@ -2,12 +2,11 @@
 //! the next run (after an operator fixed the worker, say). Takes the lock, so
 //! it never races a running sweep's save.
 
-use crate::backoff::Backoff;
 use crate::cli::ForgetArgs;
 use crate::exit::{ExitCode, Fatal};
-use crate::lock;
 use crate::preflight::Intent;
-use crate::state;
+use crate::state::backoff::Backoff;
+use crate::state::{self, lock};
 use crate::{fsio, lease, log};
 use anyhow::Result;
 use std::os::unix::ffi::OsStrExt;

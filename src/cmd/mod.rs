@@ -7,13 +7,13 @@ pub mod forget;
 pub mod run;
 pub mod status;
 
-use crate::backoff::Backoff;
 use crate::cli::Paths;
 use crate::config;
 use crate::exit::{ExitCode, Fatal};
 use crate::lease_dir::{Identity, LeaseDirFound};
 use crate::log;
 use crate::preflight::{self, Intent};
+use crate::state::backoff::Backoff;
 use std::path::{Path, PathBuf};
 
 /// The lease directory and state file a command works on: the flags (or

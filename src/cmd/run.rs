@@ -6,12 +6,10 @@
 //! plan and write nothing.
 
 use super::Target;
-use crate::backoff::{Backoff, now_unix_ms};
 use crate::cli::RunArgs;
 use crate::exit::{ExitCode, Fatal};
 use crate::lease_dir::sweep_lock::{self, SweepLockError};
 use crate::lease_dir::{LeaseDir, LeaseDirFound};
-use crate::lock;
 use crate::owner::ProcFs;
 use crate::plan::{self, Slot};
 use crate::preflight::{self, Intent};
@@ -19,6 +17,8 @@ use crate::record::{self, Policy};
 use crate::recover::Fault;
 use crate::report::{LeaseLine, Outcome, Summary};
 use crate::scan::{self, Scan, ScanOptions};
+use crate::state::backoff::{Backoff, now_unix_ms};
+use crate::state::lock;
 use crate::verdict::Candidate;
 use crate::{daemon, dispatch, fsio, log, persist, proc_locks, recover, signals, state};
 use anyhow::{Context, Result};
@@ -101,7 +101,7 @@ fn metrics_on_error(run: &Run, error: &anyhow::Error) {
     let mut summary = summary(run, Scan::default(), Duration::ZERO, Vec::new());
     summary.exit_code = code;
     let in_state = match state::read(&run.target.state_file, state::Access::Read) {
-        Ok((state::Found::Valid(backoff), _)) => backoff.last_success_unix_ms,
+        Ok((state::StateFound::Valid(backoff), _)) => backoff.last_success_unix_ms,
         _ => None,
     };
     let previous = persist::last_success_before(path, &summary.lease_dir, in_state);
@@ -232,7 +232,7 @@ fn dry_run(run: &Run) -> Result<ExitCode> {
 /// it is opened without following a link and checked on that descriptor,
 /// and the lock is opened through it, so a folder someone made or swapped
 /// in since the preflight is refused (74), never written into.
-fn acquire_locks(run: &Run, dir: &LeaseDir) -> Result<lock::Lock> {
+fn acquire_locks(run: &Run, dir: &LeaseDir) -> Result<lock::StateLock> {
     let shown = run.target.lease_dir.display();
     sweep_lock::acquire(dir).map_err(|error| match error {
         SweepLockError::Busy => Fatal::error(
@@ -281,7 +281,7 @@ fn lease_dir_holder(resolved: &std::path::Path) -> Option<u32> {
 /// the state lock; `rch`; the state to plan with.
 struct Ready {
     dir: LeaseDir,
-    _state_lock: lock::Lock,
+    _state_lock: lock::StateLock,
     rch: PathBuf,
     backoff: Backoff,
 }
