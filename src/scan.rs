@@ -181,7 +181,7 @@ fn scan_in_batches(
         });
         listed?;
     }
-    let Found {
+    let Records {
         mut candidates,
         mut skipped_list,
     } = shared
@@ -213,12 +213,12 @@ struct Shared<'a> {
     /// Every thread appends here once a batch. One vector that only grows is
     /// never copied into another and freed, which would leave glibc's malloc
     /// holding the memory of a vector that size until the run ends.
-    found: Mutex<Found>,
+    found: Mutex<Records>,
 }
 
 /// The records the result keeps, in no particular order until sorted.
 #[derive(Default)]
-struct Found {
+struct Records {
     candidates: Vec<Candidate>,
     /// With `keep_skipped`: each skipped row with its listing position.
     skipped_list: Vec<(usize, Skipped)>,
@@ -285,7 +285,7 @@ impl Batch {
 struct Partial {
     skipped: [usize; SkipReason::ALL.len()],
     heartbeats_ahead: usize,
-    found: Found,
+    found: Records,
 }
 
 impl Partial {
