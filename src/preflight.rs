@@ -565,8 +565,8 @@ fn creatable(folder: &Path) -> Result<(), (PathBuf, std::io::Error)> {
 }
 
 /// The rule for the state folder, checked here on its path and by a run on
-/// the descriptor it writes through ([`fsio::Folder::private`]).
-pub use crate::fsio::folder_trusted;
+/// the descriptor it writes through ([`crate::state::folder::open_private`]).
+pub use crate::state::folder::trusted as folder_trusted;
 
 /// Whether `state_file` names the lease directory or a path inside it,
 /// compared with symlinks resolved both through its final component and

@@ -250,8 +250,8 @@ fn acquire_locks(run: &Run, dir: &LeaseDir) -> Result<lock::StateLock> {
         ),
     })?;
     let state_dir = fsio::parent_dir(&run.target.state_file);
-    fsio::ensure_private_dir(state_dir).map_err(|error| {
-        let message = if fsio::is_untrusted_folder(&error) {
+    state::folder::ensure_private(state_dir).map_err(|error| {
+        let message = if state::folder::is_untrusted(&error) {
             error.to_string()
         } else {
             format!(

@@ -4,8 +4,9 @@
 //! file atomically.
 
 use super::backoff::{Backoff, VERSION};
+use super::folder::open_private;
 use crate::exit::{ExitCode, Fatal};
-use crate::fsio::{self, Existing, FileId, Folder};
+use crate::fsio::{self, Existing, FileId};
 use crate::log;
 use serde::Deserialize;
 use std::io::{self, Read};
@@ -216,9 +217,9 @@ pub fn load_for_plan(path: &Path) -> anyhow::Result<Backoff> {
 
 /// Moves the corrupt state file `read` to `<name>.corrupt-<unix_ms>` beside
 /// it, only if the path still names that very file (same dev and inode),
-/// within the state folder as checked on its descriptor ([`Folder::private`]).
+/// within the state folder as checked on its descriptor ([`open_private`]).
 pub fn quarantine(path: &Path, read: FileId, now_ms: u64) -> io::Result<PathBuf> {
-    let folder = Folder::private(fsio::parent_dir(path))?;
+    let folder = open_private(fsio::parent_dir(path))?;
     let name = fsio::file_name(path)?;
     match folder.existing(name)? {
         Existing::Ours(now) if now == read => {}
@@ -235,13 +236,13 @@ pub fn quarantine(path: &Path, read: FileId, now_ms: u64) -> io::Result<PathBuf>
 }
 
 /// Writes the state atomically, mode 0600, into the state folder as
-/// checked on the descriptor the write goes through ([`Folder::private`]):
+/// checked on the descriptor the write goes through ([`open_private`]):
 /// a folder someone swapped in since the run's checks, or a link, is an
 /// error and nothing is written into it.
 pub fn save(path: &Path, backoff: &Backoff) -> io::Result<()> {
     let mut bytes = serde_json::to_vec_pretty(backoff).map_err(io::Error::other)?;
     bytes.push(b'\n');
-    Folder::private(fsio::parent_dir(path))?.write_atomic(fsio::file_name(path)?, &bytes, 0o600)
+    open_private(fsio::parent_dir(path))?.write_atomic(fsio::file_name(path)?, &bytes, 0o600)
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 //! inode. (Two sweeps with different state files still meet on the lease
 //! directory's own lock, [`crate::lease_dir::sweep_lock`].)
 
+use super::folder::{is_untrusted, open_private};
 use crate::exit::{ExitCode, Fatal};
 use crate::fsio::{self, Folder};
 use crate::stat::FileKind;
@@ -52,7 +53,7 @@ pub fn acquire_for(state_file: &Path) -> anyhow::Result<StateLock> {
                 path.display()
             ),
         ),
-        StateLockError::Io(error) if fsio::is_untrusted_folder(&error) => {
+        StateLockError::Io(error) if is_untrusted(&error) => {
             Fatal::error(ExitCode::Io, error.to_string())
         }
         StateLockError::Io(error) => Fatal::error(
@@ -70,11 +71,11 @@ fn not_ours(what: &str) -> StateLockError {
 
 /// Takes the lock without waiting and writes our PID into it. The lock's
 /// folder is the private state folder: opened without following a link and
-/// checked on its descriptor ([`Folder::private`]), and the lock is opened
+/// checked on its descriptor ([`open_private`]), and the lock is opened
 /// relative to that descriptor, so it is never created in a folder someone
 /// else made or swapped in.
 pub fn acquire(path: &Path) -> Result<StateLock, StateLockError> {
-    let folder = Folder::private(fsio::parent_dir(path)).map_err(StateLockError::Io)?;
+    let folder = open_private(fsio::parent_dir(path)).map_err(StateLockError::Io)?;
     acquire_in(&folder, fsio::file_name(path).map_err(StateLockError::Io)?)
 }
 

@@ -6,6 +6,8 @@
 //!   it; no I/O;
 //! - [`file`]: the state file (`backoff.json`): loaded, a corrupt one moved
 //!   aside, saved atomically into the private state folder;
+//! - [`folder`]: that folder, opened without following a link and trusted
+//!   only as checked on the descriptor every write goes through;
 //! - [`lock`]: the state lock (`<state file>.lock`), which keeps two
 //!   sweeps from writing one state.
 //!
@@ -13,6 +15,7 @@
 
 pub mod backoff;
 pub mod file;
+pub mod folder;
 pub mod lock;
 
 pub use file::{
