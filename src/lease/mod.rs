@@ -18,8 +18,9 @@
 //!   it;
 //! - [`read`]: the bounded reader of an opened journal ([`read_lease`]):
 //!   at most [`MAX_JOURNAL_BYTES`], from memory or as a stream;
-//! - [`parse`]: the parse itself, from memory or from a stream, as rch's
-//!   loader parses (its tests hold it to rch's verdicts over rch's corpus);
+//! - [`parse`](mod@parse): the parse itself, from memory or from a
+//!   stream, as rch's loader parses (its tests hold it to rch's verdicts
+//!   over rch's corpus);
 //! - [`parse_gate`]: at most two journals over 1 MiB parsed at once.
 //!
 //! Where the journals are, and how one is opened, is [`crate::lease_dir`]'s.

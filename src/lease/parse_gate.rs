@@ -1,5 +1,5 @@
-//! The gate that lets at most two journals over 1 MiB ([`GATED_BYTES`]) be
-//! parsed at once ([`BIG_PARSES`]), whatever the number of threads that
+//! The gate that lets at most two journals over 1 MiB (`GATED_BYTES`) be
+//! parsed at once (`BIG_PARSES`), whatever the number of threads that
 //! read journals: the bound on what judging giant journals takes in
 //! memory. The reader ([`super::read`]) takes a place here before such a
 //! parse and gives it back once the parse, and with it the parser's

@@ -13,8 +13,8 @@
 //! journal is parsed here as a stream from its open descriptor (one that
 //! fits 64 KiB, from memory; see [`read_lease`]). serde_json's stream
 //! reader and rch's slice reader share their checks (escapes, UTF-8,
-//! numbers, depth); [`super::parse`]'s tests hold the two to the same
-//! verdicts over rch's corpus.
+//! numbers, depth); the tests of [`super::parse`](mod@super::parse) hold
+//! the two to the same verdicts over rch's corpus.
 //!
 //! What judging takes in memory, exactly: each thread that reads journals
 //! holds a 64 KiB buffer for a journal's head, and while it parses a longer
@@ -23,7 +23,7 @@
 //! longest string of the journal and is dropped with it. Ordinary journals
 //! (paths and fingerprints, however many) keep this flat, a few hundred
 //! KiB a thread. A journal larger than 1 MiB is parsed only with one of
-//! two places at one gate that every thread shares ([`BIG_PARSES`]), so
+//! two places at one gate that every thread shares (`BIG_PARSES`), so
 //! whatever the thread count at most two strings longer than 1 MiB are
 //! held at once: judging takes at most about twice the largest journal,
 //! plus up to 1 MiB a thread for smaller journals that are one string. (A

@@ -4,8 +4,9 @@
 //! - [`backoff`]: the state itself, plain data (each failing lease's
 //!   failures and next attempt, the last success) and the arithmetic on
 //!   it; no I/O;
-//! - [`file`]: the state file (`backoff.json`): loaded, a corrupt one moved
-//!   aside, saved atomically into the private state folder;
+//! - [`file`](mod@file): the state file (`backoff.json`): loaded, a
+//!   corrupt one moved aside, saved atomically into the private state
+//!   folder;
 //! - [`folder`]: that folder, opened without following a link and trusted
 //!   only as checked on the descriptor every write goes through;
 //! - [`lock`]: the state lock (`<state file>.lock`), which keeps two
