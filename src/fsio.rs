@@ -6,21 +6,20 @@
 //! [`existing`] classifies what is at a path without following a link, and
 //! [`write_atomic`] refuses to rename over anything but a regular file owned
 //! by this user. Every file is created, replaced and removed relative to an
-//! open [`Folder`], so all the steps of one write land in one folder; the
-//! private state folder is opened without following a link and checked on
-//! that descriptor ([`Folder::private`]), so nothing is ever written into a
-//! folder other than the one checked.
+//! open [`Folder`], so all the steps of one write land in one folder, and a
+//! folder judged on its descriptor (the private state folder,
+//! `state::folder`) is the very one written into.
 //!
 //! Temporary files are named `.<name>.<random>.tmp` so that a later run, holding
 //! the lock, can recognise and remove the ones a SIGKILLed run could not.
 
 use crate::stat::FileKind;
 use std::ffi::{CString, OsStr, OsString};
-use std::fs::{DirBuilder, File, Permissions};
+use std::fs::{File, Permissions};
 use std::io::{self, Write};
 use std::os::fd::{AsRawFd, FromRawFd};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 /// The folder holding `path` ("." for a bare name).
@@ -126,32 +125,14 @@ pub fn may_write_into(folder: &Path) -> io::Result<()> {
     may_access(folder, libc::W_OK | libc::X_OK)
 }
 
-/// Creates `dir` (and missing parents) with mode 0700 if it does not exist,
-/// and checks what is there as [`Folder::private`] does: a link, or a
-/// folder another user owns or can write to, is an error.
-pub fn ensure_private_dir(dir: &Path) -> io::Result<()> {
-    Folder::create_private(dir).map(drop)
-}
-
 /// An open folder that this tool creates, replaces and removes files in,
 /// always relative to its descriptor (`openat`, `renameat`, `unlinkat`), so
-/// every step lands in the very folder that was opened (and, for a private
-/// one, checked), whatever happens to its path meanwhile.
+/// every step lands in the very folder that was opened (and, for the
+/// private state folder, checked), whatever happens to its path meanwhile.
 #[derive(Debug)]
 pub struct Folder {
     dir: File,
     path: PathBuf,
-}
-
-/// A folder another user could write to lets them replace what is in it
-/// (the lock, the state): it must be this user's or root's, and not
-/// writable by group or others unless sticky (as `/tmp` is, where only
-/// owners may rename).
-pub fn folder_trusted(uid: u32, mode: u32) -> bool {
-    let owner_ok = uid == crate::account::euid() || uid == 0;
-    let shared_write = mode & 0o022 != 0;
-    let sticky = mode & libc::S_ISVTX != 0;
-    owner_ok && (!shared_write || sticky)
 }
 
 impl Folder {
@@ -168,75 +149,24 @@ impl Folder {
         })
     }
 
-    /// Opens the private folder `path` (the state folder) to write into:
-    /// its last component is never followed (`O_DIRECTORY|O_NOFOLLOW`: a
-    /// link or anything but a folder is refused), and the opened folder must
-    /// pass [`folder_trusted`], checked on the descriptor that every later
-    /// step uses. A folder swapped in by someone else after any earlier
-    /// look at the path is refused, never written into.
-    pub fn private(path: &Path) -> io::Result<Folder> {
-        let opened = std::fs::OpenOptions::new()
+    /// Opens `path` as a folder without following its last component
+    /// (`O_DIRECTORY|O_NOFOLLOW`: a link, or anything but a folder, is an
+    /// error). Whether to trust it is the caller's to judge, on
+    /// [`Folder::metadata`]: the descriptor every later step uses.
+    pub fn open_nofollow(path: &Path) -> io::Result<Folder> {
+        let dir = std::fs::OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(path);
-        let dir = match opened {
-            Ok(dir) => dir,
-            Err(error) => {
-                // O_DIRECTORY meets a link first: ENOTDIR, as for a file.
-                let link = std::fs::symlink_metadata(path).is_ok_and(|meta| meta.is_symlink());
-                return Err(match error.raw_os_error() {
-                    Some(libc::ELOOP | libc::ENOTDIR) if link => untrusted(format!(
-                        "state folder {} is a symbolic link; rch-sweep does not follow one to its lock and state, and wrote nothing there. Point --state-file / RCH_SWEEP_STATE_FILE into the real folder",
-                        path.display()
-                    )),
-                    Some(libc::ENOTDIR) => untrusted(format!(
-                        "state folder {} is not a directory. Point --state-file / RCH_SWEEP_STATE_FILE into a folder",
-                        path.display()
-                    )),
-                    _ => error,
-                });
-            }
-        };
-        let meta = dir.metadata()?;
-        if !folder_trusted(meta.uid(), meta.mode()) {
-            let euid = crate::account::euid();
-            return Err(untrusted(format!(
-                "state folder {shown} belongs to {owner} with mode {mode:04o}; it holds the lock and the state, so a folder another user owns or can write to could swap them under a sweep, and rch-sweep wrote nothing there. Make it yours and private (as its owner or root: chown {login} {shown} && chmod 0700 {shown}), or point --state-file / RCH_SWEEP_STATE_FILE into a folder of your own",
-                shown = path.display(),
-                owner = crate::account::describe(meta.uid()),
-                mode = meta.mode() & 0o7777,
-                login = crate::account::login(euid),
-            )));
-        }
+            .open(path)?;
         Ok(Folder {
             dir,
             path: path.to_path_buf(),
         })
     }
 
-    /// Creates the private folder `path` (`mkdir`, mode 0700, and any
-    /// missing folder above it the same way) unless it exists, then opens
-    /// and checks it as [`Folder::private`] does: one that someone else
-    /// made first, or swapped in since, is refused.
-    pub fn create_private(path: &Path) -> io::Result<Folder> {
-        match DirBuilder::new().mode(0o700).create(path) {
-            Ok(()) => {}
-            Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {}
-            Err(error) if error.kind() == io::ErrorKind::NotFound => {
-                // Only the folders above are missing: made as `mkdir -p` would.
-                DirBuilder::new()
-                    .recursive(true)
-                    .mode(0o700)
-                    .create(parent_dir(path))?;
-                match DirBuilder::new().mode(0o700).create(path) {
-                    Ok(()) => {}
-                    Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {}
-                    Err(error) => return Err(error),
-                }
-            }
-            Err(error) => return Err(error),
-        }
-        Folder::private(path)
+    /// What the open folder is (`fstat` of its descriptor).
+    pub fn metadata(&self) -> io::Result<std::fs::Metadata> {
+        self.dir.metadata()
     }
 
     /// The path the folder was opened by, for messages.
@@ -417,29 +347,6 @@ fn c_name(name: &OsStr) -> io::Result<CString> {
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "name contains a NUL byte"))
 }
 
-/// Why [`Folder::private`] refused a folder: a whole sentence naming it,
-/// what it is and the fix, to be shown as it is.
-#[derive(Debug)]
-struct Untrusted(String);
-
-impl std::fmt::Display for Untrusted {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Untrusted {}
-
-fn untrusted(sentence: String) -> io::Error {
-    io::Error::new(io::ErrorKind::PermissionDenied, Untrusted(sentence))
-}
-
-/// Whether `error` is [`Folder::private`]'s refusal of a folder, whose
-/// message names the folder and the fix and needs no more context.
-pub fn is_untrusted_folder(error: &io::Error) -> bool {
-    error.get_ref().is_some_and(|inner| inner.is::<Untrusted>())
-}
-
 /// 16 hex digits no other run is likely to draw: std's per-process random
 /// hash keys over the time, the PID and a counter. A clash only costs a
 /// retry, since temporary files are created exclusively.
@@ -610,80 +517,6 @@ mod tests {
         assert_eq!(
             resolve(&dir.path().join("alias"), true).expect("resolve"),
             real
-        );
-    }
-
-    #[test]
-    fn a_private_folder_is_refused_unless_trusted_on_its_descriptor() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let mine = dir.path().join("mine");
-        Folder::create_private(&mine).expect("created");
-        let link = dir.path().join("link");
-        std::os::unix::fs::symlink(&mine, &link).expect("symlink");
-        let file = dir.path().join("file");
-        std::fs::write(&file, "").expect("write");
-        let shared = dir.path().join("shared");
-        std::fs::create_dir(&shared).expect("mkdir");
-        std::fs::set_permissions(&shared, Permissions::from_mode(0o777)).expect("chmod");
-        for (path, words) in [
-            (&link, "is a symbolic link"),
-            (&file, "is not a directory"),
-            (&shared, "with mode 0777"),
-        ] {
-            for opened in [Folder::private(path), Folder::create_private(path)] {
-                let error = opened.expect_err("refused");
-                assert!(is_untrusted_folder(&error), "{error}");
-                assert!(error.to_string().contains(words), "{error}");
-            }
-        }
-        assert!(!is_untrusted_folder(
-            &Folder::private(&dir.path().join("none")).expect_err("missing")
-        ));
-        // Sticky, as /tmp is: only owners may rename in it.
-        std::fs::set_permissions(&shared, Permissions::from_mode(0o1777)).expect("chmod");
-        assert!(Folder::private(&shared).is_ok());
-        assert!(std::fs::read_dir(&mine).expect("list").next().is_none());
-    }
-
-    #[test]
-    fn a_folder_swapped_after_it_was_opened_is_not_written_into() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("state");
-        let folder = Folder::create_private(&path).expect("created");
-        let moved = dir.path().join("moved");
-        std::fs::rename(&path, &moved).expect("rename");
-        std::fs::create_dir(&path).expect("another folder at the path");
-        let name = OsStr::new("backoff.json");
-        folder.write_atomic(name, b"{}", 0o600).expect("write");
-        assert_eq!(std::fs::read(moved.join(name)).expect("read"), b"{}");
-        assert!(std::fs::read_dir(&path).expect("list").next().is_none());
-        // Renames and leftovers stay in the opened folder too.
-        folder
-            .rename(name, OsStr::new("aside.json"))
-            .expect("rename");
-        std::fs::write(moved.join(".backoff.json.1.tmp"), "").expect("write");
-        std::fs::write(path.join(".backoff.json.2.tmp"), "").expect("write");
-        assert_eq!(
-            folder.remove_stale_temps(name).expect("clean"),
-            [path.join(".backoff.json.1.tmp")]
-        );
-        let mut left: Vec<_> = std::fs::read_dir(&moved)
-            .expect("list")
-            .map(|entry| entry.expect("entry").file_name())
-            .collect();
-        left.sort();
-        assert_eq!(left, ["aside.json"]);
-        assert!(path.join(".backoff.json.2.tmp").exists());
-    }
-
-    #[test]
-    fn private_dirs_are_created_0700() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let nested = dir.path().join("a/b");
-        ensure_private_dir(&nested).expect("create");
-        assert_eq!(
-            std::fs::metadata(&nested).expect("meta").mode() & 0o777,
-            0o700
         );
     }
 }

@@ -7,9 +7,8 @@
 //! the rules of SPEC.md are tested without a filesystem.
 
 use crate::evidence::{Check, Evidence, Judgement, Recipe};
-use crate::journal::{DurableJobLease, LeaseState};
+use crate::lease::{DurableJobLease, Kept, LeaseState};
 use crate::observation::{Observation, Presence, Recorded};
-use crate::recipe::Slot;
 pub use crate::verdict::{Candidate, SkipReason};
 use SkipReason::{
     HeartbeatFresh, Malformed, NoPid, NotAdmitted, NotOwning, OwnerAlive, OwnerUnverified, Terminal,
@@ -56,7 +55,7 @@ fn handoff(lease: &DurableJobLease) -> Result<i32, &'static str> {
         .source_roots
         .array_len()
         .ok_or("recovery.source_roots is not an array")?;
-    let flag = |slot: &Slot| slot.as_bool() == Some(true);
+    let flag = |slot: &Kept| slot.as_bool() == Some(true);
     if recipe.version.as_u64() != Some(2) {
         return Err("recovery.version is not 2");
     }
@@ -777,9 +776,9 @@ mod tests {
             |l| l.process_start_ticks = Some(124),
             |l| l.boot_id = None,
             |l| {
-                l.process_birth = Some(crate::journal::ProcessIdentity {
+                l.process_birth = Some(crate::lease::ProcessIdentity {
                     boot_id: "3f1c2a9e-5b7d-4e2a-9c1f-0a1b2c3d4e5f".into(),
-                    start: crate::journal::ProcessStart::Darwin {
+                    start: crate::lease::ProcessStart::Darwin {
                         seconds: 1791280000,
                         microseconds: 1,
                     },

@@ -3,15 +3,17 @@
 //! The flow is preflight → scan → judge → plan → recover → record → report,
 //! one module a step. Plain data sits at the bottom (`verdict`,
 //! `observation`, `stat`, `evidence`); the decisions over it (`judge`,
-//! `plan`, `backoff`, `exit`, `record`) are functions over plain data; the
-//! modules around them do the I/O: `journal` and `owner` read, `preflight`
-//! looks, `child`, `recover` and `dispatch` run `rch` (`daemon` asks it,
-//! and its daemon, which socket to use and whether it answers), `state`, `lock`,
+//! `plan`, `exit`, `record`, and the backoff arithmetic of
+//! `state::backoff`) are functions over plain data; the modules around
+//! them do the I/O: `lease` (rch's journal format and its bounded reader),
+//! `lease_dir` (the directory: found, opened, listed, locked) and `owner`
+//! read, `preflight` and `proc_locks` look, `child`, `recover` and
+//! `dispatch` run `rch` (`daemon` asks it, and its daemon, which socket to
+//! use and whether it answers), `state` (the backoff file and its lock),
 //! `fsio` and `persist` write, `report`, `evidence_text`, `metrics` and
 //! `log` speak. No module imports one above it (README, "Development").
 
 pub mod account;
-pub mod backoff;
 pub mod child;
 pub mod cli;
 pub mod cmd;
@@ -24,10 +26,9 @@ pub mod exit;
 pub mod fsio;
 pub mod host;
 pub mod human;
-pub mod journal;
 pub mod judge;
+pub mod lease;
 pub mod lease_dir;
-pub mod lock;
 pub mod log;
 pub mod metrics;
 pub mod observation;
@@ -35,7 +36,7 @@ pub mod owner;
 pub mod persist;
 pub mod plan;
 pub mod preflight;
-pub mod recipe;
+pub mod proc_locks;
 pub mod record;
 pub mod recover;
 pub mod report;
@@ -45,3 +46,9 @@ pub mod signals;
 pub mod stat;
 pub mod state;
 pub mod verdict;
+
+/// The state lock under its name from before it moved into [`state`]:
+/// `tests/explain.rs` reaches `lock_path` as `rch_sweep::lock::lock_path`.
+/// Within the crate it is [`state::lock`].
+#[doc(hidden)]
+pub use state::lock;

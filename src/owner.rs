@@ -13,7 +13,7 @@
 //! the evidence that `explain` and `--verbose` show, so the words cannot
 //! drift from the rule.
 
-use crate::journal::{DurableJobLease, ProcessStart, is_canonical_uuid};
+use crate::lease::{DurableJobLease, ProcessStart, is_canonical_uuid};
 pub use crate::observation::{Invalid, Namespace, Observation, Presence, Recorded, StatSeen};
 use std::io;
 use std::path::{Path, PathBuf};
@@ -181,7 +181,7 @@ fn parse_stat(stat: &[u8]) -> Option<Stat> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::journal::ProcessIdentity;
+    use crate::lease::ProcessIdentity;
 
     const BOOT: &str = "3f1c2a9e-5b7d-4e2a-9c1f-0a1b2c3d4e5f";
 

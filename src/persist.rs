@@ -5,9 +5,9 @@
 //! says a run succeeded that did not. Also the cleanup of the temporary
 //! files an interrupted run left beside them.
 
-use crate::backoff::{Backoff, now_unix_ms};
 use crate::exit::ExitCode;
 use crate::report::Summary;
+use crate::state::backoff::{Backoff, now_unix_ms};
 use crate::{fsio, log, metrics, signals, state};
 use std::path::Path;
 use std::time::Instant;

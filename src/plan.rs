@@ -2,7 +2,7 @@
 //! run reports as would-recover or deferred, and the queue a real run draws
 //! from (start budget, in-flight cap, one recovery per worker).
 
-use crate::backoff::Backoff;
+use crate::state::backoff::Backoff;
 use crate::verdict::Candidate;
 use std::collections::{HashSet, VecDeque};
 

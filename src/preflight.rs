@@ -12,10 +12,10 @@ use crate::account;
 use crate::config;
 use crate::exit::{ExitCode, Fatal};
 use crate::fsio::{self, Existing};
-use crate::lease_dir::{Found, Identity};
-use crate::lock;
+use crate::lease_dir::{Identity, LeaseDirFound};
+use crate::proc_locks;
 use crate::stat::FileKind;
-use crate::state::{self, Access};
+use crate::state::{self, Access, lock};
 use std::ffi::OsStr;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -222,7 +222,7 @@ pub fn lease_dir(identity: &Identity, intent: Intent) -> Finding {
     let shown = identity.display();
     let check = Check::LeaseDir;
     let uid = match &identity.found {
-        Found::Missing => {
+        LeaseDirFound::Missing => {
             return Finding::warn(
                 check,
                 format!("lease directory {shown} does not exist; nothing to sweep yet"),
@@ -233,7 +233,7 @@ pub fn lease_dir(identity: &Identity, intent: Intent) -> Finding {
                 },
             );
         }
-        Found::NotADirectory => {
+        LeaseDirFound::NotADirectory => {
             return Finding::fail(
                 check,
                 ExitCode::Config,
@@ -241,7 +241,7 @@ pub fn lease_dir(identity: &Identity, intent: Intent) -> Finding {
                 "point --lease-dir / RCH_SWEEP_LEASE_DIR at rch's job-leases folder",
             );
         }
-        Found::Unreadable(error) => {
+        LeaseDirFound::Unreadable(error) => {
             return Finding::fail(
                 check,
                 ExitCode::Io,
@@ -249,7 +249,7 @@ pub fn lease_dir(identity: &Identity, intent: Intent) -> Finding {
                 "check its permissions and the disk",
             );
         }
-        Found::Directory { uid } => *uid,
+        LeaseDirFound::Directory { uid } => *uid,
     };
     if intent.needs_rch_name() && !identity.named_job_leases() {
         let fix = match identity.nested_job_leases() {
@@ -565,8 +565,8 @@ fn creatable(folder: &Path) -> Result<(), (PathBuf, std::io::Error)> {
 }
 
 /// The rule for the state folder, checked here on its path and by a run on
-/// the descriptor it writes through ([`fsio::Folder::private`]).
-pub use crate::fsio::folder_trusted;
+/// the descriptor it writes through ([`crate::state::folder::open_private`]).
+pub use crate::state::folder::trusted as folder_trusted;
 
 /// Whether `state_file` names the lease directory or a path inside it,
 /// compared with symlinks resolved both through its final component and
@@ -624,7 +624,7 @@ pub fn lock(identity: &Identity, state_file: &Path) -> Finding {
     let lock_file = lock::lock_path(state_file);
     let mut held = Vec::new();
     let mut looked = |what: String, meta: std::fs::Metadata, pid_file: Option<&Path>| {
-        match lock::holders(meta.dev(), meta.ino()) {
+        match proc_locks::holders(meta.dev(), meta.ino()) {
             Ok(pids) if pids.is_empty() => Ok(()),
             Ok(pids) => {
                 // The lock file holds its holder's PID; /proc/locks knows it too.
@@ -649,7 +649,7 @@ pub fn lock(identity: &Identity, state_file: &Path) -> Finding {
         );
     }
     if outcome.is_ok()
-        && matches!(identity.found, Found::Directory { .. })
+        && matches!(identity.found, LeaseDirFound::Directory { .. })
         && let Ok(meta) = std::fs::metadata(&identity.resolved)
     {
         outcome = looked(

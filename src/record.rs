@@ -4,12 +4,12 @@
 //! over the attempts [`crate::dispatch`] returned; the state file is written
 //! by the caller.
 
-use crate::backoff::Backoff;
 use crate::exit::ExitCode;
 use crate::log;
 use crate::recover::{self, Attempt, Fault};
 use crate::report::{LeaseLine, LineDetail, Outcome, Summary};
 use crate::signals;
+use crate::state::backoff::Backoff;
 use crate::verdict::Candidate;
 use std::time::Duration;
 

@@ -2,18 +2,17 @@
 //! run `rch jobs recover`, and count success only when the journal read back
 //! shows the delivery and the daemon's receipt.
 
-use crate::backoff::now_unix_ms;
 use crate::child::{self, ChildSpec, Ending};
 use crate::daemon;
 use crate::exit::ExitCode;
-use crate::journal::{DurableJobLease, LeaseDir, ReadFailure};
 use crate::judge;
-use crate::lock;
+use crate::lease::{DurableJobLease, ReadFailure};
+use crate::lease_dir::{LeaseDir, recovery_lock};
+use crate::state::backoff::now_unix_ms;
 use crate::verdict::Candidate;
 use std::ffi::OsString;
 use std::io;
-use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 pub const ADMISSION_CHANGED: &str =
@@ -177,8 +176,8 @@ fn attempt(settings: &Settings, candidate: &Candidate, stop: &dyn Fn() -> bool) 
         Ok(lease) => lease,
         Err(outcome) => return outcome,
     };
-    if let Some(pid) = recovery_lock_holder(&settings.lease_dir, id, None) {
-        return Outcome::NotCharged(Fault::Busy, busy(pid));
+    if let Some(pid) = recovery_lock::holder(&settings.lease_dir, id, None) {
+        return Outcome::NotCharged(Fault::Busy, recovery_lock::busy(pid));
     }
     if stop() {
         return Outcome::Interrupted("interrupted before the recovery client was started".into());
@@ -243,8 +242,8 @@ fn failure_not_its_own(
     child: u32,
     error: &str,
 ) -> Option<(Fault, String)> {
-    if let Some(pid) = recovery_lock_holder(&settings.lease_dir, id, Some(child)) {
-        return Some((Fault::Busy, busy(pid)));
+    if let Some(pid) = recovery_lock::holder(&settings.lease_dir, id, Some(child)) {
+        return Some((Fault::Busy, recovery_lock::busy(pid)));
     }
     let (Some(socket), Some(waits)) = (&settings.socket, &settings.daemon_waits) else {
         return None;
@@ -258,27 +257,6 @@ fn failure_not_its_own(
             ),
         )
     })
-}
-
-/// The error of a lease someone else is recovering.
-pub fn busy(pid: u32) -> String {
-    format!("another process (pid {pid}) is recovering this lease")
-}
-
-/// The process other than this one (and its `child`) that holds
-/// `<lease dir>/<id>.recovery.lock` (`rch jobs recover` takes an exclusive
-/// `flock` on it for the whole recovery: rchd's own recovery task, an
-/// operator at a terminal), found in `/proc/locks` by the file's device
-/// and inode. The file is only `stat`ed: opened, locked or created by us,
-/// it could make rch's own `try_lock` fail. None when nobody holds it,
-/// there is no such file, or it cannot be told (then `rch` is the judge).
-fn recovery_lock_holder(lease_dir: &Path, id: &str, child: Option<u32>) -> Option<u32> {
-    let meta = std::fs::metadata(lease_dir.join(format!("{id}.recovery.lock"))).ok()?;
-    let own = std::process::id();
-    lock::holders(meta.dev(), meta.ino())
-        .ok()?
-        .into_iter()
-        .find(|pid| *pid != own && Some(*pid) != child)
 }
 
 /// A child that could not be started: the host's fault when it ran out of

@@ -5,8 +5,9 @@
 
 use crate::config;
 use crate::evidence::{Check, Evidence, Judgement};
-use crate::journal::{self, LeaseDir, ListedType, Listing, MAX_JOURNAL_BYTES, ReadFailure};
 use crate::judge;
+use crate::lease::{self, MAX_JOURNAL_BYTES, ReadFailure};
+use crate::lease_dir::{LeaseDir, ListedType, Listing};
 use crate::owner::ProcFs;
 use crate::plan;
 use crate::stat::FileKind;
@@ -68,7 +69,7 @@ pub fn scan(dir: &LeaseDir, options: &ScanOptions, proc: &ProcFs) -> io::Result<
 /// consumed as it is read: this thread fills batches of names and hands each
 /// to a worker through a short bounded queue, or judges it itself when the
 /// queue is full. Each thread parses one journal at a time as a stream
-/// ([`journal::read_lease`]) and keeps only what the result needs (counts;
+/// ([`lease::read_lease`]) and keeps only what the result needs (counts;
 /// candidates; skipped rows only for `--verbose`), so memory grows with the
 /// candidates, never with the skipped journals or their sizes. The
 /// result is exactly the serial one: candidates in [`plan::order`], skipped
@@ -180,7 +181,7 @@ fn scan_in_batches(
         });
         listed?;
     }
-    let Found {
+    let Records {
         mut candidates,
         mut skipped_list,
     } = shared
@@ -212,12 +213,12 @@ struct Shared<'a> {
     /// Every thread appends here once a batch. One vector that only grows is
     /// never copied into another and freed, which would leave glibc's malloc
     /// holding the memory of a vector that size until the run ends.
-    found: Mutex<Found>,
+    found: Mutex<Records>,
 }
 
 /// The records the result keeps, in no particular order until sorted.
 #[derive(Default)]
-struct Found {
+struct Records {
     candidates: Vec<Candidate>,
     /// With `keep_skipped`: each skipped row with its listing position.
     skipped_list: Vec<(usize, Skipped)>,
@@ -284,7 +285,7 @@ impl Batch {
 struct Partial {
     skipped: [usize; SkipReason::ALL.len()],
     heartbeats_ahead: usize,
-    found: Found,
+    found: Records,
 }
 
 impl Partial {
@@ -302,7 +303,7 @@ impl Partial {
                             position,
                             Skipped {
                                 file: String::from_utf8_lossy(name).into_owned(),
-                                wrapper_id: journal::wrapper_id_of(name).map(str::to_owned),
+                                wrapper_id: lease::wrapper_id_of(name).map(str::to_owned),
                                 reason,
                                 detail,
                             },
@@ -408,7 +409,7 @@ pub fn judge_file(
     if !matches!(listed, FileKind::Regular | FileKind::Unknown) {
         return skipped(checks, SkipReason::NotRegular, Evidence::Listed(listed));
     }
-    let Some(wrapper_id) = journal::wrapper_id_of(name) else {
+    let Some(wrapper_id) = lease::wrapper_id_of(name) else {
         checks.push(Check::pass(
             SkipReason::NotRegular,
             Evidence::Listed(listed),
@@ -438,7 +439,7 @@ pub fn judge_file(
             // the limit while it was parsed is `unreadable`, never
             // `malformed`, so the size check is passed only once the parse
             // has ended.
-            match journal::read_lease(&file) {
+            match lease::read_lease(&file) {
                 Ok((lease, read)) => {
                     checks.push(Check::pass(
                         SkipReason::Unreadable,

@@ -1,4 +1,4 @@
-//! Journal bytes → verdict: `journal::parse`, then `judge::judge` with the
+//! Journal bytes → verdict: `lease::parse`, then `judge::judge` with the
 //! owner gone (and alive, to compare), `settled_handoff`,
 //! `owns_unretired_source`, `verify_completion(&lease, &lease)` and the
 //! owner identity a journal records. None may panic, and the verdicts must
@@ -6,7 +6,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use rch_sweep::journal;
+use rch_sweep::lease;
 use rch_sweep::judge::{self, SkipReason};
 use rch_sweep::owner::{Namespace, Observation, Presence, Recorded, StatSeen};
 
@@ -51,10 +51,10 @@ fn observed(pid: u32, recorded: &Recorded, presence: Presence) -> Observation {
 
 fuzz_target!(|data: &[u8]| {
     // The scan's name check runs on arbitrary directory entries.
-    if let Some(id) = journal::wrapper_id_of(data) {
-        assert!(journal::is_wrapper_id(id));
+    if let Some(id) = lease::wrapper_id_of(data) {
+        assert!(lease::is_wrapper_id(id));
     }
-    let Ok(lease) = journal::parse(data) else {
+    let Ok(lease) = lease::parse(data) else {
         return;
     };
     let handoff = judge::settled_handoff(&lease);

@@ -5,7 +5,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use rch_sweep::backoff::{Backoff, VERSION};
+use rch_sweep::state::backoff::{Backoff, VERSION};
 use rch_sweep::judge::Candidate;
 use rch_sweep::state::{self, Decode};
 

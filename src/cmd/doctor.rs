@@ -18,16 +18,16 @@
 //! the route's name.
 
 use super::Target;
-use crate::backoff::{Backoff, now_unix_ms};
 use crate::child::{self, Capture, ChildSpec, Ending};
 use crate::cli::{DoctorArgs, Route, RunArgs};
 use crate::config;
 use crate::exit::{ExitCode, Fatal};
-use crate::lease_dir::Found;
+use crate::lease_dir::LeaseDirFound;
 use crate::owner::ProcFs;
 use crate::plan::{self, Slot};
 use crate::preflight::{self, Check, Finding, Intent, Status};
 use crate::scan::{self, ScanOptions};
+use crate::state::backoff::{Backoff, now_unix_ms};
 use crate::verdict::SkipReason;
 use crate::{account, daemon, host, log, recover, route, state};
 use anyhow::Result;
@@ -85,7 +85,7 @@ pub fn run(args: DoctorArgs) -> Result<ExitCode> {
 /// directory is a warning now, since a run refuses exactly what doctor
 /// fails.
 fn not_yet(target: &Target, finding: Finding) -> Finding {
-    if finding.status != Status::Fail || !matches!(target.lease_dir.found, Found::Missing) {
+    if finding.status != Status::Fail || !matches!(target.lease_dir.found, LeaseDirFound::Missing) {
         return finding;
     }
     Finding::warn(
@@ -337,15 +337,17 @@ fn last_line(tail: &[u8]) -> Option<String> {
 fn journals(target: &Target, args: &RunArgs) -> Finding {
     let check = Check::Journals;
     match &target.lease_dir.found {
-        Found::Missing => return Finding::ok(check, "no lease directory yet: nothing to judge"),
-        Found::NotADirectory | Found::Unreadable(_) => {
+        LeaseDirFound::Missing => {
+            return Finding::ok(check, "no lease directory yet: nothing to judge");
+        }
+        LeaseDirFound::NotADirectory | LeaseDirFound::Unreadable(_) => {
             return Finding::warn(
                 check,
                 "not judged: the lease directory cannot be read",
                 "see lease_dir above",
             );
         }
-        Found::Directory { .. } => {}
+        LeaseDirFound::Directory { .. } => {}
     }
     let now = now_unix_ms();
     let scanned = target.lease_dir.open().and_then(|dir| {

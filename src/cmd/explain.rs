@@ -8,17 +8,17 @@
 //! starts nothing, writes nothing, takes no lock and needs no `rch`: the
 //! state file is only read.
 
-use crate::backoff::{self, Backoff, Entry, now_unix_ms};
 use crate::cli::ExplainArgs;
 use crate::evidence::Judgement;
 use crate::exit::ExitCode;
 use crate::human::span;
-use crate::journal::{self, LeaseDir};
-use crate::lease_dir::{Found, Identity};
+use crate::lease;
+use crate::lease_dir::{Identity, LeaseDir, LeaseDirFound};
 use crate::log;
 use crate::owner::ProcFs;
 use crate::preflight::Intent;
 use crate::scan::{self, ScanOptions};
+use crate::state::backoff::{self, Backoff, Entry, now_unix_ms};
 use crate::state::{self, Loaded};
 use anyhow::Result;
 use serde::Serialize;
@@ -136,7 +136,7 @@ pub fn run(args: ExplainArgs) -> Result<ExitCode> {
 /// named is missing). One that is no directory was refused by the
 /// preflight (78), as for a run.
 fn open_lease_dir(lease_dir: &Identity) -> Result<Option<LeaseDir>> {
-    if matches!(lease_dir.found, Found::Missing) {
+    if matches!(lease_dir.found, LeaseDirFound::Missing) {
         return Ok(None);
     }
     match lease_dir.open() {
@@ -217,7 +217,7 @@ fn explain(
     let wrapper_id = name
         .as_ref()
         .ok()
-        .and_then(|name| journal::wrapper_id_of(name))
+        .and_then(|name| lease::wrapper_id_of(name))
         .map(str::to_owned);
     let judged = name.and_then(|name| {
         let Some(dir) = dir else {

@@ -2,13 +2,12 @@
 //! the next run (after an operator fixed the worker, say). Takes the lock, so
 //! it never races a running sweep's save.
 
-use crate::backoff::Backoff;
 use crate::cli::ForgetArgs;
 use crate::exit::{ExitCode, Fatal};
-use crate::lock;
 use crate::preflight::Intent;
-use crate::state;
-use crate::{fsio, journal, log};
+use crate::state::backoff::Backoff;
+use crate::state::{self, lock};
+use crate::{fsio, lease, log};
 use anyhow::Result;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
@@ -81,7 +80,7 @@ fn wrapper_ids(arguments: &[String], lease_dir: &Path) -> Result<Vec<String>, St
     arguments
         .iter()
         .map(|argument| {
-            if journal::is_wrapper_id(argument) {
+            if lease::is_wrapper_id(argument) {
                 return Ok(argument.clone());
             }
             if argument.contains('/') {
@@ -92,10 +91,10 @@ fn wrapper_ids(arguments: &[String], lease_dir: &Path) -> Result<Vec<String>, St
                             log::printable(argument)
                         )
                     })?;
-                if let Some(id) = journal::wrapper_id_of(name.as_bytes()) {
+                if let Some(id) = lease::wrapper_id_of(name.as_bytes()) {
                     return Ok(id.to_owned());
                 }
-            } else if let Some(id) = journal::wrapper_id_of(argument.as_bytes()) {
+            } else if let Some(id) = lease::wrapper_id_of(argument.as_bytes()) {
                 return Ok(id.to_owned());
             }
             Err(format!(

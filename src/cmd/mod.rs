@@ -7,13 +7,13 @@ pub mod forget;
 pub mod run;
 pub mod status;
 
-use crate::backoff::Backoff;
 use crate::cli::Paths;
 use crate::config;
 use crate::exit::{ExitCode, Fatal};
-use crate::lease_dir::{Found, Identity};
+use crate::lease_dir::{Identity, LeaseDirFound};
 use crate::log;
 use crate::preflight::{self, Intent};
+use crate::state::backoff::Backoff;
 use std::path::{Path, PathBuf};
 
 /// The lease directory and state file a command works on: the flags (or
@@ -59,7 +59,7 @@ impl Target {
     /// means for it) and the state path (only failures: a state folder a
     /// run has yet to create is no news).
     pub fn check(&self, intent: Intent) -> anyhow::Result<()> {
-        if !matches!(self.lease_dir.found, Found::Missing) {
+        if !matches!(self.lease_dir.found, LeaseDirFound::Missing) {
             preflight::lease_dir(&self.lease_dir, intent).enforce()?;
         }
         preflight::state_path(&self.lease_dir, &self.state_file, intent).refuse()

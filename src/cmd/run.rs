@@ -6,12 +6,10 @@
 //! plan and write nothing.
 
 use super::Target;
-use crate::backoff::{Backoff, now_unix_ms};
 use crate::cli::RunArgs;
 use crate::exit::{ExitCode, Fatal};
-use crate::journal::LeaseDir;
-use crate::lease_dir::{self, Found};
-use crate::lock;
+use crate::lease_dir::sweep_lock::{self, SweepLockError};
+use crate::lease_dir::{LeaseDir, LeaseDirFound};
 use crate::owner::ProcFs;
 use crate::plan::{self, Slot};
 use crate::preflight::{self, Intent};
@@ -19,8 +17,10 @@ use crate::record::{self, Policy};
 use crate::recover::Fault;
 use crate::report::{LeaseLine, Outcome, Summary};
 use crate::scan::{self, Scan, ScanOptions};
+use crate::state::backoff::{Backoff, now_unix_ms};
+use crate::state::lock;
 use crate::verdict::Candidate;
-use crate::{daemon, dispatch, fsio, log, persist, recover, signals, state};
+use crate::{daemon, dispatch, fsio, log, persist, proc_locks, recover, signals, state};
 use anyhow::{Context, Result};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -58,7 +58,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     };
     let result = if let Err(error) = refuse_tilde(&run.args) {
         Err(error)
-    } else if matches!(run.target.lease_dir.found, Found::Missing) {
+    } else if matches!(run.target.lease_dir.found, LeaseDirFound::Missing) {
         missing_lease_dir(&run)
     } else {
         run.target.check(run.intent).and_then(|()| {
@@ -101,7 +101,7 @@ fn metrics_on_error(run: &Run, error: &anyhow::Error) {
     let mut summary = summary(run, Scan::default(), Duration::ZERO, Vec::new());
     summary.exit_code = code;
     let in_state = match state::read(&run.target.state_file, state::Access::Read) {
-        Ok((state::Found::Valid(backoff), _)) => backoff.last_success_unix_ms,
+        Ok((state::StateFound::Valid(backoff), _)) => backoff.last_success_unix_ms,
         _ => None,
     };
     let previous = persist::last_success_before(path, &summary.lease_dir, in_state);
@@ -232,10 +232,10 @@ fn dry_run(run: &Run) -> Result<ExitCode> {
 /// it is opened without following a link and checked on that descriptor,
 /// and the lock is opened through it, so a folder someone made or swapped
 /// in since the preflight is refused (74), never written into.
-fn acquire_locks(run: &Run, dir: &LeaseDir) -> Result<lock::Lock> {
+fn acquire_locks(run: &Run, dir: &LeaseDir) -> Result<lock::StateLock> {
     let shown = run.target.lease_dir.display();
-    lease_dir::lock(dir).map_err(|error| match error {
-        lease_dir::LockError::Busy => Fatal::error(
+    sweep_lock::acquire(dir).map_err(|error| match error {
+        SweepLockError::Busy => Fatal::error(
             ExitCode::TempFail,
             format!(
                 "another rch-sweep{} is sweeping the lease directory {shown} (perhaps through another path or with another state file); try again when it is done",
@@ -244,14 +244,14 @@ fn acquire_locks(run: &Run, dir: &LeaseDir) -> Result<lock::Lock> {
                     .unwrap_or_default()
             ),
         ),
-        lease_dir::LockError::Io(error) => Fatal::error(
+        SweepLockError::Io(error) => Fatal::error(
             ExitCode::Io,
             format!("cannot lock the lease directory {shown}: {error}"),
         ),
     })?;
     let state_dir = fsio::parent_dir(&run.target.state_file);
-    fsio::ensure_private_dir(state_dir).map_err(|error| {
-        let message = if fsio::is_untrusted_folder(&error) {
+    state::folder::ensure_private(state_dir).map_err(|error| {
+        let message = if state::folder::is_untrusted(&error) {
             error.to_string()
         } else {
             format!(
@@ -270,7 +270,7 @@ fn lease_dir_holder(resolved: &std::path::Path) -> Option<u32> {
     use std::os::unix::fs::MetadataExt;
     let meta = std::fs::metadata(resolved).ok()?;
     let own = std::process::id();
-    lock::holders(meta.dev(), meta.ino())
+    proc_locks::holders(meta.dev(), meta.ino())
         .ok()?
         .into_iter()
         .find(|pid| *pid != own)
@@ -281,7 +281,7 @@ fn lease_dir_holder(resolved: &std::path::Path) -> Option<u32> {
 /// the state lock; `rch`; the state to plan with.
 struct Ready {
     dir: LeaseDir,
-    _state_lock: lock::Lock,
+    _state_lock: lock::StateLock,
     rch: PathBuf,
     backoff: Backoff,
 }
@@ -441,7 +441,7 @@ fn summary(run: &Run, scan: Scan, scan_duration: Duration, leases: Vec<LeaseLine
     Summary {
         dry_run: run.dry(),
         lease_dir: run.target.lease_dir.resolved.clone(),
-        lease_dir_present: !matches!(run.target.lease_dir.found, Found::Missing),
+        lease_dir_present: !matches!(run.target.lease_dir.found, LeaseDirFound::Missing),
         state_file: run.target.state_file.clone(),
         now_unix_ms: run.now_unix_ms,
         duration: run.started.elapsed(),

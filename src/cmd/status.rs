@@ -2,12 +2,12 @@
 //! as JSON with a `due` flag. Reads only; takes no lock.
 
 use crate::account;
-use crate::backoff::{self, Backoff, now_unix_ms};
 use crate::cli::StatusArgs;
 use crate::exit::{ExitCode, Fatal};
 use crate::human::span;
 use crate::preflight::{self, Intent};
 use crate::state;
+use crate::state::backoff::{self, Backoff, now_unix_ms};
 use anyhow::Result;
 use std::io::Write;
 use std::path::Path;

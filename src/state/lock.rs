@@ -1,8 +1,12 @@
-//! The run lock: `flock` on `<state file>.lock`, held for the whole run (and
-//! by `forget`), so two sweeps never recover the same lease or overwrite each
-//! other's state. A separate file, because the state file's inode is replaced
-//! on every save; never unlinked, because a waiter could then lock a dead inode.
+//! The state lock: `flock` on `<state file>.lock`, held for the whole run
+//! (and by `forget`), so two sweeps never recover the same lease or
+//! overwrite each other's state. It guards the state file, so it sits
+//! beside it: a separate file, because the state file's inode is replaced
+//! on every save; never unlinked, because a waiter could then lock a dead
+//! inode. (Two sweeps with different state files still meet on the lease
+//! directory's own lock, [`crate::lease_dir::sweep_lock`].)
 
+use super::folder::{is_untrusted, open_private};
 use crate::exit::{ExitCode, Fatal};
 use crate::fsio::{self, Folder};
 use crate::stat::FileKind;
@@ -14,12 +18,12 @@ use std::path::{Path, PathBuf};
 
 /// Held until dropped; the kernel releases it if the process dies.
 #[derive(Debug)]
-pub struct Lock {
+pub struct StateLock {
     _file: File,
 }
 
 #[derive(Debug)]
-pub enum LockError {
+pub enum StateLockError {
     /// Another process holds it; the PID it wrote, when readable.
     Busy {
         holder: Option<u32>,
@@ -36,10 +40,10 @@ pub fn lock_path(state_file: &Path) -> PathBuf {
 
 /// Takes the lock of `state_file` for a command; busy is exit 75 and any
 /// other failure exit 74, each with a message naming the lock file.
-pub fn acquire_for(state_file: &Path) -> anyhow::Result<Lock> {
+pub fn acquire_for(state_file: &Path) -> anyhow::Result<StateLock> {
     let path = lock_path(state_file);
     acquire(&path).map_err(|error| match error {
-        LockError::Busy { holder } => Fatal::error(
+        StateLockError::Busy { holder } => Fatal::error(
             ExitCode::TempFail,
             format!(
                 "another rch-sweep{} holds {}; try again when it is done",
@@ -49,34 +53,34 @@ pub fn acquire_for(state_file: &Path) -> anyhow::Result<Lock> {
                 path.display()
             ),
         ),
-        LockError::Io(error) if fsio::is_untrusted_folder(&error) => {
+        StateLockError::Io(error) if is_untrusted(&error) => {
             Fatal::error(ExitCode::Io, error.to_string())
         }
-        LockError::Io(error) => Fatal::error(
+        StateLockError::Io(error) => Fatal::error(
             ExitCode::Io,
             format!("cannot lock {}: {error}", path.display()),
         ),
     })
 }
 
-fn not_ours(what: &str) -> LockError {
-    LockError::Io(io::Error::other(format!(
+fn not_ours(what: &str) -> StateLockError {
+    StateLockError::Io(io::Error::other(format!(
         "it is {what}; rch-sweep locks only a regular file of its own and left it as it is"
     )))
 }
 
 /// Takes the lock without waiting and writes our PID into it. The lock's
 /// folder is the private state folder: opened without following a link and
-/// checked on its descriptor ([`Folder::private`]), and the lock is opened
+/// checked on its descriptor ([`open_private`]), and the lock is opened
 /// relative to that descriptor, so it is never created in a folder someone
 /// else made or swapped in.
-pub fn acquire(path: &Path) -> Result<Lock, LockError> {
-    let folder = Folder::private(fsio::parent_dir(path)).map_err(LockError::Io)?;
-    acquire_in(&folder, fsio::file_name(path).map_err(LockError::Io)?)
+pub fn acquire(path: &Path) -> Result<StateLock, StateLockError> {
+    let folder = open_private(fsio::parent_dir(path)).map_err(StateLockError::Io)?;
+    acquire_in(&folder, fsio::file_name(path).map_err(StateLockError::Io)?)
 }
 
 /// Takes the lock `name` in `folder` without waiting.
-pub fn acquire_in(folder: &Folder, name: &std::ffi::OsStr) -> Result<Lock, LockError> {
+pub fn acquire_in(folder: &Folder, name: &std::ffi::OsStr) -> Result<StateLock, StateLockError> {
     // O_NOFOLLOW: a link is refused, never followed; O_NONBLOCK: a FIFO
     // cannot hang the open. What was opened is checked before a byte is
     // written: only a regular file of this user's is ever our lock.
@@ -89,10 +93,10 @@ pub fn acquire_in(folder: &Folder, name: &std::ffi::OsStr) -> Result<Lock, LockE
         .map_err(
             |error| match error.raw_os_error().and_then(FileKind::refused_open) {
                 Some(kind) => not_ours(kind.described()),
-                None => LockError::Io(error),
+                None => StateLockError::Io(error),
             },
         )?;
-    let meta = file.metadata().map_err(LockError::Io)?;
+    let meta = file.metadata().map_err(StateLockError::Io)?;
     if !meta.is_file() {
         return Err(not_ours(FileKind::of(&meta).described()));
     }
@@ -109,39 +113,14 @@ pub fn acquire_in(folder: &Folder, name: &std::ffi::OsStr) -> Result<Lock, LockE
                 .read_to_string(&mut text)
                 .ok()
                 .and_then(|_| text.trim().parse().ok());
-            return Err(LockError::Busy { holder });
+            return Err(StateLockError::Busy { holder });
         }
-        return Err(LockError::Io(error));
+        return Err(StateLockError::Io(error));
     }
-    file.set_len(0).map_err(LockError::Io)?;
-    file.rewind().map_err(LockError::Io)?;
-    writeln!(file, "{}", std::process::id()).map_err(LockError::Io)?;
-    Ok(Lock { _file: file })
-}
-
-/// Who holds a `flock` on the file `dev`/`ino` name, seen without taking
-/// any lock: the PIDs `/proc/locks` lists for it (empty: nobody). A doctor
-/// that took the lock, however briefly, could make a timer's run exit 75.
-pub fn holders(dev: u64, ino: u64) -> io::Result<Vec<u32>> {
-    let locks = std::fs::read_to_string("/proc/locks")?;
-    Ok(holders_in(&locks, libc::major(dev), libc::minor(dev), ino))
-}
-
-/// The PIDs of the `FLOCK` lines of `/proc/locks` text that name the file
-/// `major:minor:ino` (as the kernel prints it: hex device numbers).
-/// Blocked waiters (`->` lines) hold nothing.
-fn holders_in(locks: &str, major: u32, minor: u32, ino: u64) -> Vec<u32> {
-    let file = format!("{major:02x}:{minor:02x}:{ino}");
-    locks
-        .lines()
-        .filter_map(|line| {
-            let fields: Vec<&str> = line.split_whitespace().collect();
-            match fields.as_slice() {
-                [_, "FLOCK", _, _, pid, id, ..] if *id == file => pid.parse().ok(),
-                _ => None,
-            }
-        })
-        .collect()
+    file.set_len(0).map_err(StateLockError::Io)?;
+    file.rewind().map_err(StateLockError::Io)?;
+    writeln!(file, "{}", std::process::id()).map_err(StateLockError::Io)?;
+    Ok(StateLock { _file: file })
 }
 
 #[cfg(test)]
@@ -149,29 +128,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn proc_locks_lines_name_their_holders() {
-        let text = "1: FLOCK  ADVISORY  WRITE 4242 fe:00:10011186 0 EOF\n\
-                    1: -> FLOCK  ADVISORY  WRITE 4343 fe:00:10011186 0 EOF\n\
-                    2: POSIX  ADVISORY  WRITE 77 fe:00:10011186 0 EOF\n\
-                    3: FLOCK  ADVISORY  WRITE 99 fe:00:555 0 EOF\n";
-        assert_eq!(holders_in(text, 0xfe, 0, 10011186), [4242]);
-        assert!(holders_in(text, 0xfe, 1, 10011186).is_empty());
-    }
-
-    #[test]
     fn a_held_lock_is_seen_without_taking_it() {
+        use crate::proc_locks;
         use std::os::unix::fs::MetadataExt;
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("backoff.json.lock");
         let held = acquire(&path).expect("lock");
         let meta = std::fs::metadata(&path).expect("meta");
         assert_eq!(
-            holders(meta.dev(), meta.ino()).expect("/proc/locks"),
+            proc_locks::holders(meta.dev(), meta.ino()).expect("/proc/locks"),
             [std::process::id()]
         );
         drop(held);
         assert!(
-            holders(meta.dev(), meta.ino())
+            proc_locks::holders(meta.dev(), meta.ino())
                 .expect("/proc/locks")
                 .is_empty()
         );
@@ -184,7 +154,7 @@ mod tests {
         assert_eq!(path, dir.path().join("backoff.json.lock"));
         let held = acquire(&path).expect("first");
         match acquire(&path) {
-            Err(LockError::Busy { holder }) => assert_eq!(holder, Some(std::process::id())),
+            Err(StateLockError::Busy { holder }) => assert_eq!(holder, Some(std::process::id())),
             other => panic!("expected busy, got {other:?}"),
         }
         drop(held);
@@ -202,7 +172,7 @@ mod tests {
         std::fs::create_dir(&folder).expect("mkdir");
         for path in [&link, &folder] {
             match acquire(path) {
-                Err(LockError::Io(error)) => {
+                Err(StateLockError::Io(error)) => {
                     assert!(error.to_string().contains("left it as it is"), "{error}")
                 }
                 other => panic!("expected a refusal, got {other:?}"),

@@ -7,10 +7,10 @@
 //! `f64`'s range, nesting past serde_json's depth limit. The recipe of a
 //! large build is most of its journal (a fingerprint for every output file
 //! in `phases[].baseline` and `published`), so building a `Value` would make
-//! memory grow with the journal. [`Recipe`] instead makes exactly the
+//! memory grow with the journal. [`RecipeKeys`] instead makes exactly the
 //! deserializer calls `Value`'s own visitor makes (`deserialize_any` at every
 //! level, string map keys, last duplicate key wins) and keeps only the keys
-//! the rules read, each reduced to a [`Slot`]; everything else is checked on
+//! the rules read, each reduced to a [`Kept`]; everything else is checked on
 //! the way past and dropped.
 
 use serde::Deserialize;
@@ -22,7 +22,7 @@ use std::fmt;
 /// `serde_json::Value`'s `is_null`, `as_bool`, `as_u64`, `as_i64`,
 /// `as_str` and `as_array().len()` would say of it.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub enum Slot {
+pub enum Kept {
     /// The key is not in the recipe (`Value::get` gives None).
     #[default]
     Absent,
@@ -38,10 +38,10 @@ pub enum Slot {
     Object,
 }
 
-impl Slot {
+impl Kept {
     /// `recipe[key].is_null()`: absent or null.
     pub fn is_null(&self) -> bool {
-        matches!(self, Slot::Absent | Slot::Null)
+        matches!(self, Kept::Absent | Kept::Null)
     }
 
     /// `recipe.get(key).is_some_and(|v| !v.is_null())`.
@@ -51,21 +51,21 @@ impl Slot {
 
     pub fn as_bool(&self) -> Option<bool> {
         match self {
-            Slot::Bool(value) => Some(*value),
+            Kept::Bool(value) => Some(*value),
             _ => None,
         }
     }
 
     pub fn as_u64(&self) -> Option<u64> {
         match self {
-            Slot::Number(number) => number.as_u64(),
+            Kept::Number(number) => number.as_u64(),
             _ => None,
         }
     }
 
     pub fn as_i64(&self) -> Option<i64> {
         match self {
-            Slot::Number(number) => number.as_i64(),
+            Kept::Number(number) => number.as_i64(),
             _ => None,
         }
     }
@@ -73,7 +73,7 @@ impl Slot {
     /// The text of a string whose text was kept.
     pub fn as_str(&self) -> Option<&str> {
         match self {
-            Slot::String(text) => text.as_deref(),
+            Kept::String(text) => text.as_deref(),
             _ => None,
         }
     }
@@ -81,7 +81,7 @@ impl Slot {
     /// `as_array().map(Vec::len)`.
     pub fn array_len(&self) -> Option<usize> {
         match self {
-            Slot::Array(len) => Some(*len),
+            Kept::Array(len) => Some(*len),
             _ => None,
         }
     }
@@ -91,33 +91,33 @@ impl Slot {
 /// completion check). A recipe that is not an object has none of them, as
 /// `Value::get` finds nothing in an array or a string.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Recipe {
+pub struct RecipeKeys {
     /// Whether the recipe is a JSON object.
     pub object: bool,
-    pub version: Slot,
-    pub wrapper_id: Slot,
-    pub build_id: Slot,
+    pub version: Kept,
+    pub wrapper_id: Kept,
+    pub build_id: Kept,
     /// `worker.id` (absent when `worker` is no object or has no `id`).
-    pub worker_id: Slot,
-    pub source_roots: Slot,
-    pub pair: Slot,
-    pub retire_root: Slot,
-    pub retired: Slot,
-    pub sources_released: Slot,
-    pub pair_released: Slot,
-    pub tree_retired: Slot,
-    pub returned: Slot,
-    pub daemon_exit_code: Slot,
+    pub worker_id: Kept,
+    pub source_roots: Kept,
+    pub pair: Kept,
+    pub retire_root: Kept,
+    pub retired: Kept,
+    pub sources_released: Kept,
+    pub pair_released: Kept,
+    pub tree_retired: Kept,
+    pub returned: Kept,
+    pub daemon_exit_code: Kept,
 }
 
-impl<'de> Deserialize<'de> for Recipe {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Recipe, D::Error> {
-        deserializer.deserialize_any(RecipeVisitor)
+impl<'de> Deserialize<'de> for RecipeKeys {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<RecipeKeys, D::Error> {
+        deserializer.deserialize_any(RecipeKeysVisitor)
     }
 }
 
 /// The recipe keys that are kept; any other key's value is only checked.
-enum Key {
+enum KeptKey {
     Version,
     WrapperId,
     BuildId,
@@ -134,23 +134,23 @@ enum Key {
     Other,
 }
 
-impl Key {
-    fn of(key: &str) -> Key {
+impl KeptKey {
+    fn of(key: &str) -> KeptKey {
         match key {
-            "version" => Key::Version,
-            "wrapper_id" => Key::WrapperId,
-            "build_id" => Key::BuildId,
-            "worker" => Key::Worker,
-            "source_roots" => Key::SourceRoots,
-            "pair" => Key::Pair,
-            "retire_root" => Key::RetireRoot,
-            "retired" => Key::Retired,
-            "sources_released" => Key::SourcesReleased,
-            "pair_released" => Key::PairReleased,
-            "tree_retired" => Key::TreeRetired,
-            "returned" => Key::Returned,
-            "daemon_exit_code" => Key::DaemonExitCode,
-            _ => Key::Other,
+            "version" => KeptKey::Version,
+            "wrapper_id" => KeptKey::WrapperId,
+            "build_id" => KeptKey::BuildId,
+            "worker" => KeptKey::Worker,
+            "source_roots" => KeptKey::SourceRoots,
+            "pair" => KeptKey::Pair,
+            "retire_root" => KeptKey::RetireRoot,
+            "retired" => KeptKey::Retired,
+            "sources_released" => KeptKey::SourcesReleased,
+            "pair_released" => KeptKey::PairReleased,
+            "tree_retired" => KeptKey::TreeRetired,
+            "returned" => KeptKey::Returned,
+            "daemon_exit_code" => KeptKey::DaemonExitCode,
+            _ => KeptKey::Other,
         }
     }
 }
@@ -179,161 +179,161 @@ impl<'de, F: FnOnce(&str) -> T, T> Visitor<'de> for KeySeed<F> {
     }
 }
 
-struct RecipeVisitor;
+struct RecipeKeysVisitor;
 
-impl<'de> Visitor<'de> for RecipeVisitor {
-    type Value = Recipe;
+impl<'de> Visitor<'de> for RecipeKeysVisitor {
+    type Value = RecipeKeys;
 
     fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
         formatter.write_str("any valid JSON value")
     }
 
-    fn visit_bool<E>(self, _: bool) -> Result<Recipe, E> {
-        Ok(Recipe::default())
+    fn visit_bool<E>(self, _: bool) -> Result<RecipeKeys, E> {
+        Ok(RecipeKeys::default())
     }
 
-    fn visit_i64<E>(self, _: i64) -> Result<Recipe, E> {
-        Ok(Recipe::default())
+    fn visit_i64<E>(self, _: i64) -> Result<RecipeKeys, E> {
+        Ok(RecipeKeys::default())
     }
 
-    fn visit_u64<E>(self, _: u64) -> Result<Recipe, E> {
-        Ok(Recipe::default())
+    fn visit_u64<E>(self, _: u64) -> Result<RecipeKeys, E> {
+        Ok(RecipeKeys::default())
     }
 
-    fn visit_f64<E>(self, _: f64) -> Result<Recipe, E> {
-        Ok(Recipe::default())
+    fn visit_f64<E>(self, _: f64) -> Result<RecipeKeys, E> {
+        Ok(RecipeKeys::default())
     }
 
-    fn visit_str<E>(self, _: &str) -> Result<Recipe, E> {
-        Ok(Recipe::default())
+    fn visit_str<E>(self, _: &str) -> Result<RecipeKeys, E> {
+        Ok(RecipeKeys::default())
     }
 
-    fn visit_none<E>(self) -> Result<Recipe, E> {
-        Ok(Recipe::default())
+    fn visit_none<E>(self) -> Result<RecipeKeys, E> {
+        Ok(RecipeKeys::default())
     }
 
-    fn visit_unit<E>(self) -> Result<Recipe, E> {
-        Ok(Recipe::default())
+    fn visit_unit<E>(self) -> Result<RecipeKeys, E> {
+        Ok(RecipeKeys::default())
     }
 
-    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Recipe, D::Error> {
-        Recipe::deserialize(deserializer)
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<RecipeKeys, D::Error> {
+        RecipeKeys::deserialize(deserializer)
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Recipe, A::Error> {
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<RecipeKeys, A::Error> {
         skip_seq(seq)?;
-        Ok(Recipe::default())
+        Ok(RecipeKeys::default())
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Recipe, A::Error> {
-        let mut recipe = Recipe {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RecipeKeys, A::Error> {
+        let mut recipe = RecipeKeys {
             object: true,
-            ..Recipe::default()
+            ..RecipeKeys::default()
         };
         // A later duplicate replaces an earlier value, as `Map::insert` does.
-        while let Some(key) = map.next_key_seed(KeySeed(Key::of))? {
-            let text = SlotSeed { keep_text: true };
-            let plain = SlotSeed { keep_text: false };
+        while let Some(key) = map.next_key_seed(KeySeed(KeptKey::of))? {
+            let text = KeptSeed { keep_text: true };
+            let plain = KeptSeed { keep_text: false };
             match key {
-                Key::Version => recipe.version = map.next_value_seed(plain)?,
-                Key::WrapperId => recipe.wrapper_id = map.next_value_seed(text)?,
-                Key::BuildId => recipe.build_id = map.next_value_seed(plain)?,
-                Key::Worker => recipe.worker_id = map.next_value::<WorkerId>()?.0,
-                Key::SourceRoots => recipe.source_roots = map.next_value_seed(plain)?,
-                Key::Pair => recipe.pair = map.next_value_seed(plain)?,
-                Key::RetireRoot => recipe.retire_root = map.next_value_seed(plain)?,
-                Key::Retired => recipe.retired = map.next_value_seed(plain)?,
-                Key::SourcesReleased => recipe.sources_released = map.next_value_seed(plain)?,
-                Key::PairReleased => recipe.pair_released = map.next_value_seed(plain)?,
-                Key::TreeRetired => recipe.tree_retired = map.next_value_seed(plain)?,
-                Key::Returned => recipe.returned = map.next_value_seed(plain)?,
-                Key::DaemonExitCode => recipe.daemon_exit_code = map.next_value_seed(plain)?,
-                Key::Other => map.next_value::<Checked>().map(drop)?,
+                KeptKey::Version => recipe.version = map.next_value_seed(plain)?,
+                KeptKey::WrapperId => recipe.wrapper_id = map.next_value_seed(text)?,
+                KeptKey::BuildId => recipe.build_id = map.next_value_seed(plain)?,
+                KeptKey::Worker => recipe.worker_id = map.next_value::<WorkerId>()?.0,
+                KeptKey::SourceRoots => recipe.source_roots = map.next_value_seed(plain)?,
+                KeptKey::Pair => recipe.pair = map.next_value_seed(plain)?,
+                KeptKey::RetireRoot => recipe.retire_root = map.next_value_seed(plain)?,
+                KeptKey::Retired => recipe.retired = map.next_value_seed(plain)?,
+                KeptKey::SourcesReleased => recipe.sources_released = map.next_value_seed(plain)?,
+                KeptKey::PairReleased => recipe.pair_released = map.next_value_seed(plain)?,
+                KeptKey::TreeRetired => recipe.tree_retired = map.next_value_seed(plain)?,
+                KeptKey::Returned => recipe.returned = map.next_value_seed(plain)?,
+                KeptKey::DaemonExitCode => recipe.daemon_exit_code = map.next_value_seed(plain)?,
+                KeptKey::Other => map.next_value::<Checked>().map(drop)?,
             }
         }
         Ok(recipe)
     }
 }
 
-/// Reads one value into a [`Slot`], with `Value`'s calls.
+/// Reads one value into a [`Kept`], with `Value`'s calls.
 #[derive(Clone, Copy)]
-pub struct SlotSeed {
+pub struct KeptSeed {
     keep_text: bool,
 }
 
-impl SlotSeed {
+impl KeptSeed {
     /// A seed that keeps no text: enough to tell a number's type and range
-    /// (`Slot::as_u64` accepts exactly what serde's `u64` accepts).
-    pub fn numbers() -> SlotSeed {
-        SlotSeed { keep_text: false }
+    /// (`Kept::as_u64` accepts exactly what serde's `u64` accepts).
+    pub fn numbers() -> KeptSeed {
+        KeptSeed { keep_text: false }
     }
 }
 
-impl<'de> DeserializeSeed<'de> for SlotSeed {
-    type Value = Slot;
+impl<'de> DeserializeSeed<'de> for KeptSeed {
+    type Value = Kept;
 
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Slot, D::Error> {
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Kept, D::Error> {
         deserializer.deserialize_any(self)
     }
 }
 
-impl<'de> Visitor<'de> for SlotSeed {
-    type Value = Slot;
+impl<'de> Visitor<'de> for KeptSeed {
+    type Value = Kept;
 
     fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
         formatter.write_str("any valid JSON value")
     }
 
-    fn visit_bool<E>(self, value: bool) -> Result<Slot, E> {
-        Ok(Slot::Bool(value))
+    fn visit_bool<E>(self, value: bool) -> Result<Kept, E> {
+        Ok(Kept::Bool(value))
     }
 
-    fn visit_i64<E>(self, value: i64) -> Result<Slot, E> {
-        Ok(Slot::Number(value.into()))
+    fn visit_i64<E>(self, value: i64) -> Result<Kept, E> {
+        Ok(Kept::Number(value.into()))
     }
 
-    fn visit_u64<E>(self, value: u64) -> Result<Slot, E> {
-        Ok(Slot::Number(value.into()))
+    fn visit_u64<E>(self, value: u64) -> Result<Kept, E> {
+        Ok(Kept::Number(value.into()))
     }
 
-    fn visit_f64<E>(self, value: f64) -> Result<Slot, E> {
+    fn visit_f64<E>(self, value: f64) -> Result<Kept, E> {
         // `Value` turns a non-finite float into null.
-        Ok(Number::from_f64(value).map_or(Slot::Null, Slot::Number))
+        Ok(Number::from_f64(value).map_or(Kept::Null, Kept::Number))
     }
 
-    fn visit_str<E>(self, value: &str) -> Result<Slot, E> {
-        Ok(Slot::String(self.keep_text.then(|| value.to_owned())))
+    fn visit_str<E>(self, value: &str) -> Result<Kept, E> {
+        Ok(Kept::String(self.keep_text.then(|| value.to_owned())))
     }
 
-    fn visit_string<E>(self, value: String) -> Result<Slot, E> {
-        Ok(Slot::String(self.keep_text.then_some(value)))
+    fn visit_string<E>(self, value: String) -> Result<Kept, E> {
+        Ok(Kept::String(self.keep_text.then_some(value)))
     }
 
-    fn visit_none<E>(self) -> Result<Slot, E> {
-        Ok(Slot::Null)
+    fn visit_none<E>(self) -> Result<Kept, E> {
+        Ok(Kept::Null)
     }
 
-    fn visit_unit<E>(self) -> Result<Slot, E> {
-        Ok(Slot::Null)
+    fn visit_unit<E>(self) -> Result<Kept, E> {
+        Ok(Kept::Null)
     }
 
-    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Slot, D::Error> {
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Kept, D::Error> {
         self.deserialize(deserializer)
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Slot, A::Error> {
-        skip_seq(seq).map(Slot::Array)
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Kept, A::Error> {
+        skip_seq(seq).map(Kept::Array)
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Slot, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Kept, A::Error> {
         skip_map(map)?;
-        Ok(Slot::Object)
+        Ok(Kept::Object)
     }
 }
 
 /// `recovery.worker`, of which only `id` is kept (absent unless `worker` is
 /// an object with an `id`, as `recipe["worker"]["id"]` finds nothing else).
-struct WorkerId(Slot);
+struct WorkerId(Kept);
 
 impl<'de> Deserialize<'de> for WorkerId {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<WorkerId, D::Error> {
@@ -351,31 +351,31 @@ impl<'de> Visitor<'de> for WorkerVisitor {
     }
 
     fn visit_bool<E>(self, _: bool) -> Result<WorkerId, E> {
-        Ok(WorkerId(Slot::Absent))
+        Ok(WorkerId(Kept::Absent))
     }
 
     fn visit_i64<E>(self, _: i64) -> Result<WorkerId, E> {
-        Ok(WorkerId(Slot::Absent))
+        Ok(WorkerId(Kept::Absent))
     }
 
     fn visit_u64<E>(self, _: u64) -> Result<WorkerId, E> {
-        Ok(WorkerId(Slot::Absent))
+        Ok(WorkerId(Kept::Absent))
     }
 
     fn visit_f64<E>(self, _: f64) -> Result<WorkerId, E> {
-        Ok(WorkerId(Slot::Absent))
+        Ok(WorkerId(Kept::Absent))
     }
 
     fn visit_str<E>(self, _: &str) -> Result<WorkerId, E> {
-        Ok(WorkerId(Slot::Absent))
+        Ok(WorkerId(Kept::Absent))
     }
 
     fn visit_none<E>(self) -> Result<WorkerId, E> {
-        Ok(WorkerId(Slot::Absent))
+        Ok(WorkerId(Kept::Absent))
     }
 
     fn visit_unit<E>(self) -> Result<WorkerId, E> {
-        Ok(WorkerId(Slot::Absent))
+        Ok(WorkerId(Kept::Absent))
     }
 
     fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<WorkerId, D::Error> {
@@ -384,14 +384,14 @@ impl<'de> Visitor<'de> for WorkerVisitor {
 
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<WorkerId, A::Error> {
         skip_seq(seq)?;
-        Ok(WorkerId(Slot::Absent))
+        Ok(WorkerId(Kept::Absent))
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<WorkerId, A::Error> {
-        let mut id = Slot::Absent;
+        let mut id = Kept::Absent;
         while let Some(is_id) = map.next_key_seed(KeySeed(|key: &str| key == "id"))? {
             if is_id {
-                id = map.next_value_seed(SlotSeed { keep_text: true })?;
+                id = map.next_value_seed(KeptSeed { keep_text: true })?;
             } else {
                 map.next_value::<Checked>()?;
             }

@@ -1,5 +1,5 @@
 //! Per-lease backoff: the plain data persisted in the state file and the
-//! arithmetic on it. No I/O here; `state` reads and writes the file.
+//! arithmetic on it. No I/O here; [`super::file`] reads and writes the file.
 //!
 //! Times are wall-clock Unix milliseconds, since the state outlives the
 //! process; a clock that jumped back is handled by clamping (SPEC "Backoff").

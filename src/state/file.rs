@@ -3,9 +3,10 @@
 //! build does not know is refused, never reinterpreted; a save replaces the
 //! file atomically.
 
-use crate::backoff::{Backoff, VERSION};
+use super::backoff::{Backoff, VERSION};
+use super::folder::open_private;
 use crate::exit::{ExitCode, Fatal};
-use crate::fsio::{self, Existing, FileId, Folder};
+use crate::fsio::{self, Existing, FileId};
 use crate::log;
 use serde::Deserialize;
 use std::io::{self, Read};
@@ -41,7 +42,7 @@ pub fn decode(bytes: &[u8]) -> Result<Backoff, Decode> {
 
 /// What was found at the state file's path.
 #[derive(Debug)]
-pub enum Found {
+pub enum StateFound {
     Missing,
     Valid(Backoff),
     Corrupt(String),
@@ -86,7 +87,7 @@ pub fn check_path(path: &Path, access: Access) -> anyhow::Result<Option<FileId>>
 /// Reads the state file without changing anything. Never follows a link
 /// and never blocks on a FIFO; what it read is identified by (dev, ino) so a
 /// later move aside can check the path still names that very file.
-pub fn read(path: &Path, access: Access) -> anyhow::Result<(Found, Option<FileId>)> {
+pub fn read(path: &Path, access: Access) -> anyhow::Result<(StateFound, Option<FileId>)> {
     let io_error = |error: io::Error| {
         Fatal::error(
             ExitCode::Io,
@@ -94,7 +95,7 @@ pub fn read(path: &Path, access: Access) -> anyhow::Result<(Found, Option<FileId
         )
     };
     if check_path(path, access)?.is_none() {
-        return Ok((Found::Missing, None));
+        return Ok((StateFound::Missing, None));
     }
     let file = match std::fs::OpenOptions::new()
         .read(true)
@@ -102,7 +103,9 @@ pub fn read(path: &Path, access: Access) -> anyhow::Result<(Found, Option<FileId
         .open(path)
     {
         Ok(file) => file,
-        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok((Found::Missing, None)),
+        Err(error) if error.kind() == io::ErrorKind::NotFound => {
+            return Ok((StateFound::Missing, None));
+        }
         Err(error) => return Err(io_error(error)),
     };
     // Swapped since the check: judge what was opened.
@@ -116,12 +119,12 @@ pub fn read(path: &Path, access: Access) -> anyhow::Result<(Found, Option<FileId
         .read_to_end(&mut bytes)
         .map_err(io_error)?;
     let found = if bytes.len() as u64 > MAX_STATE_BYTES {
-        Found::Corrupt(format!("larger than {MAX_STATE_BYTES} bytes"))
+        StateFound::Corrupt(format!("larger than {MAX_STATE_BYTES} bytes"))
     } else {
         match decode(&bytes) {
-            Ok(backoff) => Found::Valid(backoff),
-            Err(Decode::UnknownVersion(version)) => Found::UnknownVersion(version),
-            Err(Decode::Corrupt(why)) => Found::Corrupt(why),
+            Ok(backoff) => StateFound::Valid(backoff),
+            Err(Decode::UnknownVersion(version)) => StateFound::UnknownVersion(version),
+            Err(Decode::Corrupt(why)) => StateFound::Corrupt(why),
         }
     };
     Ok((found, Some(FileId::of(&meta))))
@@ -140,10 +143,10 @@ pub enum Loaded {
 
 pub fn load(path: &Path, access: Access) -> anyhow::Result<Loaded> {
     match read(path, access)? {
-        (Found::Missing, _) | (_, None) => Ok(Loaded::Missing),
-        (Found::Valid(backoff), _) => Ok(Loaded::Valid(backoff)),
-        (Found::Corrupt(why), Some(id)) => Ok(Loaded::Corrupt(why, id)),
-        (Found::UnknownVersion(version), _) => Err(Fatal::error(
+        (StateFound::Missing, _) | (_, None) => Ok(Loaded::Missing),
+        (StateFound::Valid(backoff), _) => Ok(Loaded::Valid(backoff)),
+        (StateFound::Corrupt(why), Some(id)) => Ok(Loaded::Corrupt(why, id)),
+        (StateFound::UnknownVersion(version), _) => Err(Fatal::error(
             ExitCode::Config,
             format!(
                 "state file {} has version {version}, which this rch-sweep does not know; left it untouched (upgrade rch-sweep, or move the file away)",
@@ -214,9 +217,9 @@ pub fn load_for_plan(path: &Path) -> anyhow::Result<Backoff> {
 
 /// Moves the corrupt state file `read` to `<name>.corrupt-<unix_ms>` beside
 /// it, only if the path still names that very file (same dev and inode),
-/// within the state folder as checked on its descriptor ([`Folder::private`]).
+/// within the state folder as checked on its descriptor ([`open_private`]).
 pub fn quarantine(path: &Path, read: FileId, now_ms: u64) -> io::Result<PathBuf> {
-    let folder = Folder::private(fsio::parent_dir(path))?;
+    let folder = open_private(fsio::parent_dir(path))?;
     let name = fsio::file_name(path)?;
     match folder.existing(name)? {
         Existing::Ours(now) if now == read => {}
@@ -233,13 +236,13 @@ pub fn quarantine(path: &Path, read: FileId, now_ms: u64) -> io::Result<PathBuf>
 }
 
 /// Writes the state atomically, mode 0600, into the state folder as
-/// checked on the descriptor the write goes through ([`Folder::private`]):
+/// checked on the descriptor the write goes through ([`open_private`]):
 /// a folder someone swapped in since the run's checks, or a link, is an
 /// error and nothing is written into it.
 pub fn save(path: &Path, backoff: &Backoff) -> io::Result<()> {
     let mut bytes = serde_json::to_vec_pretty(backoff).map_err(io::Error::other)?;
     bytes.push(b'\n');
-    Folder::private(fsio::parent_dir(path))?.write_atomic(fsio::file_name(path)?, &bytes, 0o600)
+    open_private(fsio::parent_dir(path))?.write_atomic(fsio::file_name(path)?, &bytes, 0o600)
 }
 
 #[cfg(test)]
@@ -316,17 +319,17 @@ mod tests {
         let path = dir.path().join("backoff.json");
         assert!(matches!(
             read(&path, Access::Write).expect("read").0,
-            Found::Missing
+            StateFound::Missing
         ));
         let mut backoff = Backoff::empty();
         backoff.last_success_unix_ms = Some(5);
         save(&path, &backoff).expect("save");
         assert!(
-            matches!(read(&path, Access::Write).expect("read").0, Found::Valid(b) if b == backoff)
+            matches!(read(&path, Access::Write).expect("read").0, StateFound::Valid(b) if b == backoff)
         );
         std::fs::write(&path, "garbage").expect("write");
         let (found, id) = read(&path, Access::Write).expect("read");
-        assert!(matches!(found, Found::Corrupt(_)));
+        assert!(matches!(found, StateFound::Corrupt(_)));
         let id = id.expect("identified");
         let aside = quarantine(&path, id, 42).expect("quarantine");
         assert_eq!(aside, dir.path().join("backoff.json.corrupt-42"));

@@ -1,8 +1,8 @@
 //! The lease directory's one identity, resolved once at start.
 //!
 //! Everything a run derives from the lease directory (the child's
-//! `RCH_STATE_HOME`, the default state path, the lease-directory lock, the
-//! metrics label) must name the very directory that was judged, however it
+//! `RCH_STATE_HOME`, the default state path, the sweep lock, the metrics
+//! label) must name the very directory that was judged, however it
 //! was reached: `--lease-dir .` from inside it, a symlink, a path with `..`.
 //! So the path is resolved as `realpath` does, once, and the resolved path is
 //! what the rest of the run uses; messages name the path as given and, when
@@ -11,14 +11,13 @@
 //! One exception, for storage moved behind a link: when the path's own last
 //! component is a symbolic link named `job-leases`, rch reaches the target
 //! through that link from its state home, so the state home is the link's
-//! parent (resolved), not the target's; the lock, the owner rule and the
-//! metrics label still use the target.
+//! parent (resolved), not the target's; the sweep lock, the owner rule and
+//! the metrics label still use the target.
 
+use super::LeaseDir;
 use crate::config;
-use crate::journal::LeaseDir;
 use std::ffi::OsStr;
 use std::io;
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -27,7 +26,7 @@ pub const JOB_LEASES: &str = "job-leases";
 
 /// What stands at the lease directory's path.
 #[derive(Debug)]
-pub enum Found {
+pub enum LeaseDirFound {
     /// Nothing: nothing to sweep (yet).
     Missing,
     /// A directory, owned by `uid`.
@@ -48,7 +47,7 @@ pub struct Identity {
     /// Absolute, with symlinks, `.` and `..` resolved; a missing directory
     /// is made absolute without resolving.
     pub resolved: PathBuf,
-    pub found: Found,
+    pub found: LeaseDirFound,
     /// The link's parent, resolved, when `given` itself is a symbolic link
     /// named `job-leases` (rch's folder moved to other storage): the state
     /// home through which rch reaches the target whatever it is named.
@@ -67,17 +66,19 @@ impl Identity {
         let (resolved, found) = match std::fs::canonicalize(&given) {
             Ok(resolved) => {
                 let found = match std::fs::metadata(&resolved) {
-                    Ok(meta) if meta.is_dir() => Found::Directory { uid: meta.uid() },
-                    Ok(_) => Found::NotADirectory,
-                    Err(error) => Found::Unreadable(error),
+                    Ok(meta) if meta.is_dir() => LeaseDirFound::Directory { uid: meta.uid() },
+                    Ok(_) => LeaseDirFound::NotADirectory,
+                    Err(error) => LeaseDirFound::Unreadable(error),
                 };
                 (resolved, found)
             }
-            Err(error) if error.kind() == io::ErrorKind::NotFound => (absolute(), Found::Missing),
-            Err(error) if error.raw_os_error() == Some(libc::ENOTDIR) => {
-                (absolute(), Found::NotADirectory)
+            Err(error) if error.kind() == io::ErrorKind::NotFound => {
+                (absolute(), LeaseDirFound::Missing)
             }
-            Err(error) => (absolute(), Found::Unreadable(error)),
+            Err(error) if error.raw_os_error() == Some(libc::ENOTDIR) => {
+                (absolute(), LeaseDirFound::NotADirectory)
+            }
+            Err(error) => (absolute(), LeaseDirFound::Unreadable(error)),
         };
         let behind_link = moved_behind_link(&given);
         Identity {
@@ -138,7 +139,7 @@ impl Identity {
     /// The owner, when it is a directory.
     pub fn owner(&self) -> Option<u32> {
         match self.found {
-            Found::Directory { uid } => Some(uid),
+            LeaseDirFound::Directory { uid } => Some(uid),
             _ => None,
         }
     }
@@ -186,32 +187,6 @@ fn moved_behind_link(given: &Path) -> Option<PathBuf> {
     std::fs::canonicalize(parent).ok()
 }
 
-/// Why the lease directory could not be locked.
-#[derive(Debug)]
-pub enum LockError {
-    /// Another sweep holds it.
-    Busy,
-    Io(io::Error),
-}
-
-/// Takes a non-blocking exclusive `flock` on the open lease directory
-/// itself, held as long as `dir` stays open. No file is created in rch's
-/// directory; two sweeps that reach it by different paths or with
-/// different state files still meet on the same inode.
-pub fn lock(dir: &LeaseDir) -> Result<(), LockError> {
-    // SAFETY: the descriptor is open for the lifetime of `dir`.
-    let rc = unsafe { libc::flock(dir.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    if rc == 0 {
-        return Ok(());
-    }
-    let error = io::Error::last_os_error();
-    if error.raw_os_error() == Some(libc::EWOULDBLOCK) {
-        Err(LockError::Busy)
-    } else {
-        Err(LockError::Io(error))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -230,7 +205,7 @@ mod tests {
             let identity = Identity::resolve(Some(&given));
             assert_eq!(identity.resolved, real);
             assert!(identity.named_job_leases());
-            assert!(matches!(identity.found, Found::Directory { .. }));
+            assert!(matches!(identity.found, LeaseDirFound::Directory { .. }));
             assert_eq!(identity.state_home(), real.parent().expect("parent"));
             assert_eq!(
                 identity.default_state_file(),
@@ -280,7 +255,7 @@ mod tests {
     fn a_missing_directory_is_made_absolute_and_a_file_is_no_directory() {
         let world = tempfile::tempdir().expect("tempdir");
         let missing = Identity::resolve(Some(&world.path().join("absent/job-leases")));
-        assert!(matches!(missing.found, Found::Missing));
+        assert!(matches!(missing.found, LeaseDirFound::Missing));
         assert!(missing.resolved.is_absolute());
         assert_eq!(missing.owner(), None);
         let file = world.path().join("file");
@@ -288,7 +263,7 @@ mod tests {
         for given in [file.clone(), file.join("below")] {
             assert!(matches!(
                 Identity::resolve(Some(&given)).found,
-                Found::NotADirectory
+                LeaseDirFound::NotADirectory
             ));
         }
     }
@@ -304,20 +279,5 @@ mod tests {
         );
         std::fs::write(world.path().join("rchw-x.json"), "{}").expect("write");
         assert_eq!(identity.nested_job_leases(), None);
-    }
-
-    #[test]
-    fn the_lock_is_held_until_the_directory_is_closed() {
-        let world = tempfile::tempdir().expect("tempdir");
-        let identity = Identity::resolve(Some(world.path()));
-        let first = identity.open().expect("open");
-        lock(&first).expect("first lock");
-        // A second open file description, as a second sweep would have.
-        let second = Identity::resolve(Some(&world.path().join(".")))
-            .open()
-            .expect("open");
-        assert!(matches!(lock(&second), Err(LockError::Busy)));
-        drop(first);
-        lock(&second).expect("free once the first is closed");
     }
 }

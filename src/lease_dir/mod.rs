@@ -1,0 +1,22 @@
+//! The lease directory: the folder rch keeps its journals in
+//! (`<state home>/job-leases`), as this tool finds, opens and locks it.
+//!
+//! - [`identity`]: which directory that is, resolved once at start, and
+//!   what stands there ([`LeaseDirFound`]);
+//! - [`open`]: the one opener of it ([`LeaseDir`]): its descriptor, the
+//!   listing read from that descriptor, and each journal opened relative
+//!   to it;
+//! - [`sweep_lock`]: the lock on the directory that keeps two sweeps off it;
+//! - [`recovery_lock`]: rch's lock on one lease's recovery
+//!   (`<id>.recovery.lock`), only ever looked up, never opened.
+//!
+//! What a journal holds, and how its bytes are read and parsed, is
+//! [`crate::lease`]'s.
+
+pub mod identity;
+pub mod open;
+pub mod recovery_lock;
+pub mod sweep_lock;
+
+pub use identity::{Identity, JOB_LEASES, LeaseDirFound};
+pub use open::{LeaseDir, ListedType, Listing};

@@ -1,0 +1,25 @@
+//! The backoff state: what this tool keeps between runs, and the one place
+//! it is read, saved and locked.
+//!
+//! - [`backoff`]: the state itself, plain data (each failing lease's
+//!   failures and next attempt, the last success) and the arithmetic on
+//!   it; no I/O;
+//! - [`file`](mod@file): the state file (`backoff.json`): loaded, a
+//!   corrupt one moved aside, saved atomically into the private state
+//!   folder;
+//! - [`folder`]: that folder, opened without following a link and trusted
+//!   only as checked on the descriptor every write goes through;
+//! - [`lock`]: the state lock (`<state file>.lock`), which keeps two
+//!   sweeps from writing one state.
+//!
+//! The file's API is used as `state::load`, `state::save` and so on.
+
+pub mod backoff;
+pub mod file;
+pub mod folder;
+pub mod lock;
+
+pub use file::{
+    Access, Decode, Loaded, MAX_STATE_BYTES, StateFound, check_path, decode, load, load_existing,
+    load_for_plan, load_for_run, quarantine, read, save,
+};
