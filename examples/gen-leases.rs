@@ -135,7 +135,7 @@ impl Rng {
     }
 
     fn chance(&mut self, one_in: u64) -> bool {
-        self.next_u64() % one_in == 0
+        self.next_u64().is_multiple_of(one_in)
     }
 
     fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
@@ -335,7 +335,7 @@ fn worker_config(w: usize) -> J {
         ("priority", u(50 + (w as u64 * 7) % 60)),
         (
             "tags",
-            if w % 3 == 0 {
+            if w.is_multiple_of(3) {
                 strs(&["x86_64", "nvme"])
             } else {
                 J::Arr(vec![])

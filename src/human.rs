@@ -15,7 +15,7 @@ pub fn span(ms: u64) -> String {
 /// `64 MiB`: a limit as it is documented (whole MiB), else in bytes.
 pub fn mebibytes(bytes: u64) -> String {
     const MIB: u64 = 1024 * 1024;
-    if bytes % MIB == 0 {
+    if bytes.is_multiple_of(MIB) {
         format!("{} MiB", bytes / MIB)
     } else {
         format!("{} bytes", thousands(bytes))
@@ -27,7 +27,7 @@ pub fn thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (index, digit) in digits.chars().enumerate() {
-        if index > 0 && (digits.len() - index) % 3 == 0 {
+        if index > 0 && (digits.len() - index).is_multiple_of(3) {
             out.push(',');
         }
         out.push(digit);
