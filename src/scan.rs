@@ -12,10 +12,9 @@ use crate::owner::ProcFs;
 use crate::plan;
 use crate::stat::FileKind;
 use crate::verdict::{Candidate, SkipReason, Skipped};
-use std::collections::VecDeque;
 use std::io;
-use std::sync::mpsc::{self, Receiver, TrySendError};
-use std::sync::{Mutex, PoisonError};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
 pub struct ScanOptions {
     pub now_unix_ms: u64,
@@ -45,10 +44,12 @@ pub struct Scan {
 /// that is behind, not of ordinary skew between a write and a read.
 pub const CLOCK_AHEAD_MS: u64 = 60_000;
 
-/// Journal names listed into one batch: the unit of work a scan thread takes.
-/// Small enough that the last batches spread evenly over the threads, large
-/// enough that handing them over costs nothing next to reading the journals.
-const BATCH: usize = 128;
+/// Journal names listed into one batch, a thread: what the listing thread
+/// lists while the others judge the batch before. Handing a batch over
+/// costs a lock and a wake-up, nothing next to judging it; and the two or
+/// three batches in memory at once (under 20 KiB each a thread) stay far
+/// below the memory targets.
+const BATCH: usize = 256;
 
 /// Scans the open lease directory with one thread a core this process may
 /// use ([`config::scan_threads`]). An error means the directory could not be
@@ -65,10 +66,10 @@ pub fn scan(dir: &LeaseDir, options: &ScanOptions, proc: &ProcFs) -> io::Result<
 
 /// Scans `dir` with at most `threads` threads (the calling one included).
 ///
-/// The directory is listed once, by its open descriptor, and the listing is
-/// consumed as it is read: this thread fills batches of names and hands each
-/// to a worker through a short bounded queue, or judges it itself when the
-/// queue is full. Each thread parses one journal at a time as a stream
+/// The directory is listed once, by its open descriptor, a batch at a time:
+/// while every other thread judges the batch at hand, taking its journals
+/// one by one through an atomic cursor, this one lists the next batch and
+/// then joins them. Each thread parses one journal at a time as a stream
 /// ([`lease::read_lease`]) and keeps only what the result needs (counts;
 /// candidates; skipped rows only for `--verbose`), so memory grows with the
 /// candidates, never with the skipped journals or their sizes. The
@@ -80,11 +81,29 @@ pub fn scan_with_threads(
     proc: &ProcFs,
     threads: usize,
 ) -> io::Result<Scan> {
-    scan_in_batches(dir, options, proc, threads, BATCH)
+    scan_in_batches(
+        dir,
+        options,
+        proc,
+        threads,
+        BATCH.saturating_mul(threads.max(1)),
+    )
 }
 
 /// [`scan_with_threads`] with batches of `batch_len` names (tests use small
-/// ones to spread a small directory over several threads).
+/// ones to spread a small directory over several batches).
+///
+/// This pool (`thread::scope`, a published batch, an atomic cursor) took
+/// the place of a hand-written one: this thread listed batches of 128 into
+/// a bounded queue that workers drained, judged a batch itself whenever the
+/// queue was full, and spread a directory that fit one batch journal by
+/// journal. Interleaved with it on the same files (`scripts/bench.sh`'s
+/// round-robin, issue 30, 1–3 % CPU pressure), neither measurably won:
+/// 10k journals took 0.99 times as long on 2 threads and 0.98 on one (41
+/// rounds), 100k 1.00–1.03 and 0.98–1.04 (runs of 11 and 21 rounds), 16
+/// journals of 8 MiB 0.91–0.94 on 2 threads; peak RSS within the noise
+/// (+0.1–0.3 MiB). This one is kept because it has no special case: every
+/// journal is handed out alone, whatever the directory's size.
 fn scan_in_batches(
     lease_dir: &LeaseDir,
     options: &ScanOptions,
@@ -95,97 +114,32 @@ fn scan_in_batches(
     // A listing error aborts the scan: a partial scan would drop the backoff
     // of the journals it did not see.
     let mut listing = lease_dir.list()?;
+    let batch_len = batch_len.max(1);
     let shared = Shared {
         lease_dir,
         options,
         proc,
-        found: Mutex::default(),
+        kept: Mutex::default(),
+        board: Board::default(),
     };
-    let mut scanned = 0;
-    let mut batch = Batch::default();
-    let mut ended = batch.fill(&mut listing, scanned, batch_len)?;
-    scanned += batch.len();
-    // One batch holds the whole directory (the common case, an empty one
-    // included). With several threads its journals are spread one by one:
-    // a large build's journal takes tens of milliseconds to parse, so a few
-    // of them are worth a thread, and a few small ones cost it little.
-    let mut spread = VecDeque::new();
-    if ended && threads > 1 && batch.len() > 1 {
-        spread = batch.into_singles();
-        batch = spread.pop_front().unwrap_or_default();
-    }
-    let mut mine = Partial::default();
-    if (ended && spread.is_empty()) || threads <= 1 {
-        // Nothing to share: no thread is worth starting.
-        loop {
-            mine.judge_batch(&shared, &batch);
-            if ended {
-                break;
-            }
-            batch = Batch::default();
-            ended = batch.fill(&mut listing, scanned, batch_len)?;
-            scanned += batch.len();
-        }
-    } else {
-        let (queue, receiver) = mpsc::sync_channel::<Batch>(2 * threads);
-        let receiver = Mutex::new(receiver);
-        let listed = std::thread::scope(|scope| {
-            let mut workers = Vec::new();
-            let mut may_spawn = true;
-            let listed = loop {
-                if may_spawn && workers.len() + 1 < threads {
-                    // A thread that cannot be started leaves its share to
-                    // the others (no more are tried): this thread judges
-                    // whatever the queue cannot take.
-                    match std::thread::Builder::new()
-                        .name("rch-sweep-scan".into())
-                        .spawn_scoped(scope, || work(&shared, &receiver))
-                    {
-                        Ok(worker) => workers.push(worker),
-                        Err(_) => may_spawn = false,
-                    }
-                }
-                // Never block on a full queue: judging the batch here keeps
-                // every thread busy, and the scan going should a worker die.
-                if let Err(TrySendError::Full(batch) | TrySendError::Disconnected(batch)) =
-                    queue.try_send(batch)
-                {
-                    mine.judge_batch(&shared, &batch);
-                }
-                if let Some(next) = spread.pop_front() {
-                    batch = next;
-                    continue;
-                }
-                if ended {
-                    break Ok(());
-                }
-                batch = Batch::default();
-                match batch.fill(&mut listing, scanned, batch_len) {
-                    Ok(end) => ended = end,
-                    Err(error) => break Err(error),
-                }
-                scanned += batch.len();
-            };
-            drop(queue);
-            if listed.is_ok() {
-                // Help drain what is queued; the workers stop at its end.
-                mine.judge_queue(&shared, &receiver);
-            }
-            for worker in workers {
-                match worker.join() {
-                    Ok(partial) => mine.merge(partial),
-                    Err(panic) => std::panic::resume_unwind(panic),
-                }
-            }
-            listed
-        });
-        listed?;
-    }
+    let mut first = Batch::default();
+    let ended = first.fill(&mut listing, 0, batch_len)?;
+    let (counts, scanned) = std::thread::scope(|scope| {
+        judge_batches(
+            scope,
+            &shared,
+            first,
+            ended,
+            &mut listing,
+            threads,
+            batch_len,
+        )
+    })?;
     let Records {
         mut candidates,
         mut skipped_list,
     } = shared
-        .found
+        .kept
         .into_inner()
         .unwrap_or_else(PoisonError::into_inner);
     plan::order(&mut candidates);
@@ -197,11 +151,165 @@ fn scan_in_batches(
         .sort_unstable_by(|(a_seq, a), (b_seq, b)| a.file.cmp(&b.file).then(a_seq.cmp(b_seq)));
     Ok(Scan {
         scanned,
-        heartbeats_ahead: mine.heartbeats_ahead,
-        skipped: mine.skipped,
+        heartbeats_ahead: counts.heartbeats_ahead,
+        skipped: counts.skipped,
         candidates,
         skipped_list: skipped_list.into_iter().map(|(_, row)| row).collect(),
     })
+}
+
+/// Judges `first` and every batch listed after it on up to `threads`
+/// threads, the calling one included. This thread lists (only it may: a
+/// listing is its directory stream) and publishes each batch on `board`;
+/// every thread takes the next journal of the published batch through its
+/// atomic cursor, and once none is left, waits for the next batch. This
+/// thread lists the next batch while the others judge, and publishes it
+/// once the batch before has no journal left to take. The counts, and how
+/// many journals were listed.
+fn judge_batches<'scope>(
+    scope: &'scope std::thread::Scope<'scope, '_>,
+    shared: &'scope Shared<'scope>,
+    first: Batch,
+    mut ended: bool,
+    listing: &mut Listing,
+    threads: usize,
+    batch_len: usize,
+) -> io::Result<(Tally, usize)> {
+    let board: &'scope Board = &shared.board;
+    // Should this thread panic, the helpers must not wait for a batch
+    // forever: the scope would join them.
+    let _closing = Closing(board);
+    let mut batch = Arc::new(first);
+    board.publish(Some(Arc::clone(&batch)));
+    let wanted = if ended {
+        threads.min(batch.len())
+    } else {
+        threads
+    };
+    // A thread that cannot be started leaves its share to the others.
+    let helpers: Vec<_> = (1..wanted)
+        .map_while(|_| {
+            std::thread::Builder::new()
+                .name("rch-sweep-scan".into())
+                .spawn_scoped(scope, || help(shared, board))
+                .ok()
+        })
+        .collect();
+    let mut counts = Tally::default();
+    let listed = loop {
+        let next = if ended {
+            None
+        } else {
+            let mut next = Batch::default();
+            match next.fill(listing, batch.end(), batch_len) {
+                Ok(end) => ended = end,
+                Err(error) => break Err(error),
+            }
+            Some(next)
+        };
+        counts.add(judge_from(shared, &batch));
+        let Some(next) = next else {
+            break Ok(batch.end());
+        };
+        batch = Arc::new(next);
+        board.publish(Some(Arc::clone(&batch)));
+    };
+    board.publish(None);
+    for helper in helpers {
+        match helper.join() {
+            Ok(theirs) => counts.add(theirs),
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    }
+    Ok((counts, listed?))
+}
+
+/// Tells the helpers that no batch will follow, when dropped.
+struct Closing<'a>(&'a Board);
+
+impl Drop for Closing<'_> {
+    fn drop(&mut self) {
+        self.0.publish(None);
+    }
+}
+
+/// A helper thread: judges each published batch until the last.
+fn help(shared: &Shared, board: &Board) -> Tally {
+    let mut counts = Tally::default();
+    let mut judged = 0;
+    while let Some((number, batch)) = board.after(judged) {
+        counts.add(judge_from(shared, &batch));
+        judged = number;
+    }
+    counts
+}
+
+/// Where the listing thread publishes the batch every thread judges now.
+#[derive(Default)]
+struct Board {
+    /// The batch, its number (1 for the first), and None once the scan
+    /// ends.
+    now: Mutex<(usize, Option<Arc<Batch>>)>,
+    changed: Condvar,
+}
+
+impl Board {
+    /// Publishes `batch` (None: there is no more).
+    fn publish(&self, batch: Option<Arc<Batch>>) {
+        let mut now = self.now.lock().unwrap_or_else(PoisonError::into_inner);
+        now.0 += 1;
+        now.1 = batch;
+        self.changed.notify_all();
+    }
+
+    /// The first batch published after batch `number`, waiting for it;
+    /// None once there is no more.
+    fn after(&self, number: usize) -> Option<(usize, Arc<Batch>)> {
+        let mut now = self.now.lock().unwrap_or_else(PoisonError::into_inner);
+        while now.0 <= number {
+            now = self
+                .changed
+                .wait(now)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        Some((now.0, Arc::clone(now.1.as_ref()?)))
+    }
+}
+
+/// One thread's share of `batch`: the journals it takes from the batch's
+/// cursor until none is left. What it found goes to [`Shared::kept`] at
+/// the end.
+fn judge_from(shared: &Shared, batch: &Batch) -> Tally {
+    let mut counts = Tally::default();
+    let mut kept = Records::default();
+    while let Some((position, name, listed)) = batch.next() {
+        let (verdict, ahead) =
+            judge_entry(shared.lease_dir, listed, name, shared.options, shared.proc);
+        counts.heartbeats_ahead += usize::from(ahead);
+        match verdict {
+            Ok(candidate) => kept.candidates.push(candidate),
+            Err((reason, detail)) => {
+                counts.skipped[reason.index()] += 1;
+                if shared.options.keep_skipped {
+                    kept.skipped_list.push((
+                        position,
+                        Skipped {
+                            file: String::from_utf8_lossy(name).into_owned(),
+                            wrapper_id: lease::wrapper_id_of(name).map(str::to_owned),
+                            reason,
+                            detail,
+                        },
+                    ));
+                }
+            }
+        }
+    }
+    if !kept.candidates.is_empty() || !kept.skipped_list.is_empty() {
+        let mut all = shared.kept.lock().unwrap_or_else(PoisonError::into_inner);
+        all.candidates.append(&mut kept.candidates);
+        all.skipped_list.append(&mut kept.skipped_list);
+    }
+    counts
 }
 
 /// What every scan thread shares: the open directory, the judge's inputs and
@@ -213,7 +321,9 @@ struct Shared<'a> {
     /// Every thread appends here once a batch. One vector that only grows is
     /// never copied into another and freed, which would leave glibc's malloc
     /// holding the memory of a vector that size until the run ends.
-    found: Mutex<Records>,
+    kept: Mutex<Records>,
+    /// The batch being judged now.
+    board: Board,
 }
 
 /// The records the result keeps, in no particular order until sorted.
@@ -224,11 +334,30 @@ struct Records {
     skipped_list: Vec<(usize, Skipped)>,
 }
 
-/// A few `*.json` names, in listing order, stored back to back.
+/// A thread's counts, added up once it is done.
+#[derive(Default)]
+struct Tally {
+    skipped: [usize; SkipReason::ALL.len()],
+    heartbeats_ahead: usize,
+}
+
+impl Tally {
+    fn add(&mut self, other: Tally) {
+        for (total, count) in self.skipped.iter_mut().zip(other.skipped) {
+            *total += count;
+        }
+        self.heartbeats_ahead += other.heartbeats_ahead;
+    }
+}
+
+/// A few `*.json` names, in listing order, stored back to back, and the
+/// cursor the scan threads take them by.
 #[derive(Default)]
 struct Batch {
     /// Position in the listing of the first name (among `*.json` entries).
     first: usize,
+    /// The index of the next name to judge.
+    cursor: AtomicUsize,
     names: Vec<u8>,
     /// Where each name ends in `names`, and its listed type.
     ends: Vec<(usize, ListedType)>,
@@ -257,93 +386,19 @@ impl Batch {
         self.ends.len()
     }
 
-    /// The same names, one batch each, in order.
-    fn into_singles(self) -> VecDeque<Batch> {
-        self.iter()
-            .map(|(position, name, listed)| Batch {
-                first: position,
-                names: name.to_vec(),
-                ends: vec![(name.len(), listed)],
-            })
-            .collect()
+    /// The listing position just past this batch's last name.
+    fn end(&self) -> usize {
+        self.first + self.len()
     }
 
-    fn iter(&self) -> impl Iterator<Item = (usize, &[u8], ListedType)> {
-        let starts = std::iter::once(0).chain(self.ends.iter().map(|(end, _)| *end));
-        self.ends
-            .iter()
-            .zip(starts)
-            .enumerate()
-            .map(|(index, ((end, listed), start))| {
-                (self.first + index, &self.names[start..*end], *listed)
-            })
+    /// The next name no thread has taken yet: its listing position, the
+    /// name, its listed type.
+    fn next(&self) -> Option<(usize, &[u8], ListedType)> {
+        let index = self.cursor.fetch_add(1, Ordering::Relaxed);
+        let (end, listed) = *self.ends.get(index)?;
+        let start = index.checked_sub(1).map_or(0, |before| self.ends[before].0);
+        Some((self.first + index, &self.names[start..end], listed))
     }
-}
-
-/// One thread's counts, and what it found in the batch at hand.
-#[derive(Default)]
-struct Partial {
-    skipped: [usize; SkipReason::ALL.len()],
-    heartbeats_ahead: usize,
-    found: Records,
-}
-
-impl Partial {
-    fn judge_batch(&mut self, shared: &Shared, batch: &Batch) {
-        for (position, name, listed) in batch.iter() {
-            let (verdict, ahead) =
-                judge_entry(shared.lease_dir, listed, name, shared.options, shared.proc);
-            self.heartbeats_ahead += usize::from(ahead);
-            match verdict {
-                Ok(candidate) => self.found.candidates.push(candidate),
-                Err((reason, detail)) => {
-                    self.skipped[reason.index()] += 1;
-                    if shared.options.keep_skipped {
-                        self.found.skipped_list.push((
-                            position,
-                            Skipped {
-                                file: String::from_utf8_lossy(name).into_owned(),
-                                wrapper_id: lease::wrapper_id_of(name).map(str::to_owned),
-                                reason,
-                                detail,
-                            },
-                        ));
-                    }
-                }
-            }
-        }
-        if !self.found.candidates.is_empty() || !self.found.skipped_list.is_empty() {
-            let mut found = shared.found.lock().unwrap_or_else(PoisonError::into_inner);
-            found.candidates.append(&mut self.found.candidates);
-            found.skipped_list.append(&mut self.found.skipped_list);
-        }
-    }
-
-    /// Judges batches from the queue until it is closed and empty.
-    fn judge_queue(&mut self, shared: &Shared, queue: &Mutex<Receiver<Batch>>) {
-        loop {
-            // The lock is only held while waiting for the next batch; a
-            // poisoned one still guards a whole receiver.
-            let next = queue.lock().unwrap_or_else(PoisonError::into_inner).recv();
-            let Ok(batch) = next else { return };
-            self.judge_batch(shared, &batch);
-        }
-    }
-
-    /// Adds another thread's counts (what it found is in [`Shared::found`]).
-    fn merge(&mut self, other: Partial) {
-        for (total, count) in self.skipped.iter_mut().zip(other.skipped) {
-            *total += count;
-        }
-        self.heartbeats_ahead += other.heartbeats_ahead;
-    }
-}
-
-/// A scan worker: judges queued batches.
-fn work(shared: &Shared, queue: &Mutex<Receiver<Batch>>) -> Partial {
-    let mut partial = Partial::default();
-    partial.judge_queue(shared, queue);
-    partial
 }
 
 /// The verdict of one listed entry, and whether its heartbeat lies ahead
