@@ -21,36 +21,10 @@ impl fmt::Display for Evidence {
                 stat.uid,
                 if stat.uid == stat.euid { " (you)" } else { "" }
             ),
-            Evidence::Listed(FileKind::Regular) => f.write_str("listed as a regular file"),
-            Evidence::Listed(FileKind::Unknown) => {
-                f.write_str("type not told by the listing; checked on the opened file")
-            }
-            Evidence::Listed(kind) | Evidence::NotRegular(kind) => f.write_str(match kind {
-                FileKind::Regular => "a regular file",
-                FileKind::Symlink => "a symbolic link, never followed",
-                FileKind::Directory => "a directory",
-                FileKind::Fifo => "a FIFO, never opened in a way that could block",
-                FileKind::Socket => "a socket",
-                FileKind::Device => "a device",
-                FileKind::Unknown => "not a regular file",
-            }),
-            Evidence::Name { canonical: true } => {
-                f.write_str("rchw-<uuid>.json with a canonical lowercase UUID")
-            }
-            Evidence::Name { canonical: false } => {
-                f.write_str("not rchw-<uuid>.json with a canonical lowercase UUID")
-            }
-            Evidence::Owner {
-                uid: Some(uid),
-                euid,
-            } if uid == euid => {
-                write!(f, "owner uid {uid} (you)")
-            }
-            Evidence::Owner { uid, euid } => write!(
-                f,
-                "owner uid {}, but rch-sweep runs as uid {euid}: no authority to recover with this user's keys",
-                uid.map_or_else(|| "unknown".to_owned(), |uid| uid.to_string())
-            ),
+            Evidence::Listed(kind) => f.write_str(listed_text(*kind)),
+            Evidence::NotRegular(kind) => f.write_str(kind_text(*kind)),
+            Evidence::Name { canonical } => f.write_str(name_text(*canonical)),
+            Evidence::Owner { uid, euid } => write_owner(f, *uid, *euid),
             Evidence::Size { size, limit } => write!(
                 f,
                 "{} bytes, within the {} limit",
@@ -88,85 +62,25 @@ impl fmt::Display for Evidence {
                 roots,
                 pair,
                 retire_root,
-            } => {
-                let mut owned = Vec::new();
-                if *roots > 0 {
-                    owned.push(format!(
-                        "{roots} source root{}",
-                        if *roots == 1 { "" } else { "s" }
-                    ));
-                }
-                if *pair {
-                    owned.push("a pair".to_owned());
-                }
-                if *retire_root {
-                    owned.push("a retire root".to_owned());
-                }
-                write!(
-                    f,
-                    "the recipe owns unretired source on the worker ({}; retired is not true)",
-                    owned.join(", ")
-                )
-            }
+            } => write!(
+                f,
+                "the recipe owns unretired source on the worker ({}; retired is not true)",
+                owned_text(*roots, *pair, *retire_root)
+            ),
             Evidence::Handoff { returned } => write!(
                 f,
                 "settled handoff: result delivered (returned {returned}) and source retired, awaiting the daemon"
             ),
-            Evidence::NotOwning { recipe, gap } => match recipe {
-                Recipe::Missing => {
-                    f.write_str("no recovery recipe: nothing on a worker to release")
-                }
-                Recipe::NotObject => f.write_str("the recovery recipe is not an object"),
-                Recipe::Retired => {
-                    write!(f, "the recipe is retired, and is no settled handoff: {gap}")
-                }
-                Recipe::OwnsNothing => write!(
-                    f,
-                    "the recipe owns no source roots, pair or retire root, and is no settled handoff: {gap}"
-                ),
-            },
-            Evidence::Admission {
-                build_id: Some(build_id),
-                worker_id: Some(worker_id),
-            } if *build_id > 0 && !worker_id.is_empty() => {
-                write!(f, "build {build_id} on worker {worker_id}")
-            }
+            Evidence::NotOwning { recipe, gap } => write_not_owning(f, *recipe, gap),
             Evidence::Admission {
                 build_id,
                 worker_id,
-            } => {
-                let build = match build_id {
-                    None => "no remote_build_id".to_owned(),
-                    Some(0) => "remote_build_id 0".to_owned(),
-                    Some(id) => format!("build {id}"),
-                };
-                let worker = match worker_id.as_deref() {
-                    None => "no worker_id".to_owned(),
-                    Some("") => "an empty worker_id".to_owned(),
-                    Some(worker) => format!("worker {worker}"),
-                };
-                write!(f, "{build}, {worker}: never admitted to a worker")
-            }
+            } => write_admission(f, *build_id, worker_id.as_deref()),
             Evidence::Heartbeat {
                 heartbeat_unix_ms,
                 now_unix_ms,
                 stale_after_ms,
-            } => {
-                let stale = span(*stale_after_ms);
-                if heartbeat_unix_ms > now_unix_ms {
-                    write!(
-                        f,
-                        "heartbeat {} in the future (a clock ahead): counts as fresh, stale after {stale}",
-                        span(heartbeat_unix_ms - now_unix_ms)
-                    )
-                } else {
-                    write!(
-                        f,
-                        "heartbeat {} old, stale after {stale}",
-                        span(now_unix_ms - heartbeat_unix_ms)
-                    )
-                }
-            }
+            } => write_heartbeat(f, *heartbeat_unix_ms, *now_unix_ms, *stale_after_ms),
             Evidence::Pid(pid) if *pid <= 1 => {
                 write!(f, "wrapper_pid {pid}: the owner's death cannot be proven")
             }
@@ -174,6 +88,132 @@ impl fmt::Display for Evidence {
             Evidence::Process(observation) => f.write_str(&observation.process_text()),
             Evidence::Judgeable(observation) => f.write_str(&observation.judgeable_text()),
         }
+    }
+}
+
+/// The `foreign_owner` check: the file's owner, and whether it is who runs
+/// the sweep.
+fn write_owner(f: &mut fmt::Formatter<'_>, uid: Option<u32>, euid: u32) -> fmt::Result {
+    match uid {
+        Some(uid) if uid == euid => write!(f, "owner uid {uid} (you)"),
+        _ => write!(
+            f,
+            "owner uid {}, but rch-sweep runs as uid {euid}: no authority to recover with this user's keys",
+            uid.map_or_else(|| "unknown".to_owned(), |uid| uid.to_string())
+        ),
+    }
+}
+
+/// What the listing said a file is, for the `not_regular` check.
+fn listed_text(kind: FileKind) -> &'static str {
+    match kind {
+        FileKind::Regular => "listed as a regular file",
+        FileKind::Unknown => "type not told by the listing; checked on the opened file",
+        kind => kind_text(kind),
+    }
+}
+
+/// The `bad_name` check.
+fn name_text(canonical: bool) -> &'static str {
+    if canonical {
+        "rchw-<uuid>.json with a canonical lowercase UUID"
+    } else {
+        "not rchw-<uuid>.json with a canonical lowercase UUID"
+    }
+}
+
+/// What a file is, as the `not_regular` check says it.
+fn kind_text(kind: FileKind) -> &'static str {
+    match kind {
+        FileKind::Regular => "a regular file",
+        FileKind::Symlink => "a symbolic link, never followed",
+        FileKind::Directory => "a directory",
+        FileKind::Fifo => "a FIFO, never opened in a way that could block",
+        FileKind::Socket => "a socket",
+        FileKind::Device => "a device",
+        FileKind::Unknown => "not a regular file",
+    }
+}
+
+/// What an owning recipe owns: `2 source roots, a pair`.
+fn owned_text(roots: usize, pair: bool, retire_root: bool) -> String {
+    let mut owned = Vec::new();
+    if roots > 0 {
+        owned.push(format!(
+            "{roots} source root{}",
+            if roots == 1 { "" } else { "s" }
+        ));
+    }
+    if pair {
+        owned.push("a pair".to_owned());
+    }
+    if retire_root {
+        owned.push("a retire root".to_owned());
+    }
+    owned.join(", ")
+}
+
+/// The `not_owning` check, failed: what the recipe is, and the settled
+/// handoff condition it misses.
+fn write_not_owning(f: &mut fmt::Formatter<'_>, recipe: Recipe, gap: &str) -> fmt::Result {
+    match recipe {
+        Recipe::Missing => f.write_str("no recovery recipe: nothing on a worker to release"),
+        Recipe::NotObject => f.write_str("the recovery recipe is not an object"),
+        Recipe::Retired => write!(f, "the recipe is retired, and is no settled handoff: {gap}"),
+        Recipe::OwnsNothing => write!(
+            f,
+            "the recipe owns no source roots, pair or retire root, and is no settled handoff: {gap}"
+        ),
+    }
+}
+
+/// The `not_admitted` check: the build and worker, or what of them is
+/// missing.
+fn write_admission(
+    f: &mut fmt::Formatter<'_>,
+    build_id: Option<u64>,
+    worker_id: Option<&str>,
+) -> fmt::Result {
+    if let (Some(build_id), Some(worker_id)) = (build_id, worker_id)
+        && build_id > 0
+        && !worker_id.is_empty()
+    {
+        return write!(f, "build {build_id} on worker {worker_id}");
+    }
+    let build = match build_id {
+        None => "no remote_build_id".to_owned(),
+        Some(0) => "remote_build_id 0".to_owned(),
+        Some(id) => format!("build {id}"),
+    };
+    let worker = match worker_id {
+        None => "no worker_id".to_owned(),
+        Some("") => "an empty worker_id".to_owned(),
+        Some(worker) => format!("worker {worker}"),
+    };
+    write!(f, "{build}, {worker}: never admitted to a worker")
+}
+
+/// The `heartbeat_fresh` check: the heartbeat's age (or how far ahead of
+/// this clock it lies) and the staleness threshold.
+fn write_heartbeat(
+    f: &mut fmt::Formatter<'_>,
+    heartbeat_unix_ms: u64,
+    now_unix_ms: u64,
+    stale_after_ms: u64,
+) -> fmt::Result {
+    let stale = span(stale_after_ms);
+    if heartbeat_unix_ms > now_unix_ms {
+        write!(
+            f,
+            "heartbeat {} in the future (a clock ahead): counts as fresh, stale after {stale}",
+            span(heartbeat_unix_ms - now_unix_ms)
+        )
+    } else {
+        write!(
+            f,
+            "heartbeat {} old, stale after {stale}",
+            span(now_unix_ms - heartbeat_unix_ms)
+        )
     }
 }
 
