@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 
 /// The checks of `doctor`, in the order it runs them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Check {
+pub enum DoctorCheck {
     LeaseDir,
     State,
     Lock,
@@ -34,18 +34,18 @@ pub enum Check {
     Environment,
 }
 
-impl Check {
+impl DoctorCheck {
     pub fn as_str(self) -> &'static str {
         match self {
-            Check::LeaseDir => "lease_dir",
-            Check::State => "state",
-            Check::Lock => "lock",
-            Check::Rch => "rch",
-            Check::Daemon => "daemon",
-            Check::Metrics => "metrics",
-            Check::Journals => "journals",
-            Check::Host => "host",
-            Check::Environment => "environment",
+            DoctorCheck::LeaseDir => "lease_dir",
+            DoctorCheck::State => "state",
+            DoctorCheck::Lock => "lock",
+            DoctorCheck::Rch => "rch",
+            DoctorCheck::Daemon => "daemon",
+            DoctorCheck::Metrics => "metrics",
+            DoctorCheck::Journals => "journals",
+            DoctorCheck::Host => "host",
+            DoctorCheck::Environment => "environment",
         }
     }
 }
@@ -71,7 +71,7 @@ impl Status {
 /// One check's result.
 #[derive(Debug)]
 pub struct Finding {
-    pub check: Check,
+    pub check: DoctorCheck,
     pub status: Status,
     /// The exit code a run ends with when this check fails.
     pub code: ExitCode,
@@ -81,7 +81,7 @@ pub struct Finding {
 }
 
 impl Finding {
-    pub fn ok(check: Check, finding: impl Into<String>) -> Finding {
+    pub fn ok(check: DoctorCheck, finding: impl Into<String>) -> Finding {
         Finding {
             check,
             status: Status::Ok,
@@ -91,7 +91,7 @@ impl Finding {
         }
     }
 
-    pub fn warn(check: Check, finding: impl Into<String>, fix: impl Into<String>) -> Finding {
+    pub fn warn(check: DoctorCheck, finding: impl Into<String>, fix: impl Into<String>) -> Finding {
         Finding {
             check,
             status: Status::Warn,
@@ -102,7 +102,7 @@ impl Finding {
     }
 
     pub fn fail(
-        check: Check,
+        check: DoctorCheck,
         code: ExitCode,
         finding: impl Into<String>,
         fix: impl Into<String>,
@@ -220,7 +220,7 @@ impl Intent {
 /// The lease directory: a directory a run may use, owned by this user.
 pub fn lease_dir(identity: &Identity, intent: Intent) -> Finding {
     let shown = identity.display();
-    let check = Check::LeaseDir;
+    let check = DoctorCheck::LeaseDir;
     let uid = match &identity.found {
         LeaseDirFound::Missing => {
             return Finding::warn(
@@ -335,7 +335,7 @@ pub fn lease_dir(identity: &Identity, intent: Intent) -> Finding {
 /// never inside the lease directory, a regular file if anything, this
 /// user's when written, in a folder no other user can write.
 pub fn state_path(identity: &Identity, state_file: &Path, intent: Intent) -> Finding {
-    let check = Check::State;
+    let check = DoctorCheck::State;
     if is_inside(&identity.resolved, state_file) {
         return Finding::fail(
             check,
@@ -494,7 +494,7 @@ impl HiddenBackoff {
     /// What a dry run, `explain` and `doctor` say as they go on without it.
     pub fn finding(&self, state_file: &Path) -> Finding {
         Finding::warn(
-            Check::State,
+            DoctorCheck::State,
             format!(
                 "cannot read the backoff in {} ({}): it is {}'s, in a folder only they may enter; going on without it, so every due candidate is shown as if it had no backoff entry",
                 state_file.display(),
@@ -581,7 +581,7 @@ fn is_inside(lease_dir: &Path, state_file: &Path) -> bool {
 /// The state file's content, as a run would load it: an unknown version is
 /// refused (78); one that does not parse is moved aside by a run (warn).
 pub fn state_content(state_file: &Path, intent: Intent) -> Finding {
-    let check = Check::State;
+    let check = DoctorCheck::State;
     let access = if intent.writes_state() {
         Access::Write
     } else {
@@ -619,8 +619,8 @@ pub fn state_content(state_file: &Path, intent: Intent) -> Finding {
 /// in `/proc/locks` without taking either lock (and without creating the
 /// lock file). A held lock is no fault: a run meanwhile exits 75, which the
 /// units count as success.
-pub fn lock(identity: &Identity, state_file: &Path) -> Finding {
-    let check = Check::Lock;
+pub fn locks_held(identity: &Identity, state_file: &Path) -> Finding {
+    let check = DoctorCheck::Lock;
     let lock_file = lock::lock_path(state_file);
     let mut held = Vec::new();
     let mut looked = |what: String, meta: std::fs::Metadata, pid_file: Option<&Path>| {
@@ -691,7 +691,7 @@ pub fn rch(
 ) -> Result<PathBuf, Finding> {
     config::resolve_rch(explicit, path_var, home).map_err(|why| {
         Finding::fail(
-            Check::Rch,
+            DoctorCheck::Rch,
             ExitCode::Config,
             format!("rch client: {}", why.finding),
             why.fix,
@@ -702,7 +702,7 @@ pub fn rch(
 /// The metrics file a run will replace: its folder must exist and be
 /// writable, and the path must be absent or this user's own regular file.
 pub fn metrics(path: &Path) -> Finding {
-    let check = Check::Metrics;
+    let check = DoctorCheck::Metrics;
     let folder = fsio::parent_dir(path);
     let fail = |finding: String, fix: String| Finding::fail(check, ExitCode::Io, finding, fix);
     match std::fs::metadata(folder) {
@@ -809,12 +809,20 @@ mod tests {
 
     #[test]
     fn findings_become_errors_with_their_code_and_fix() {
-        let fail = Finding::fail(Check::State, ExitCode::Io, "broken", "mend it");
+        let fail = Finding::fail(DoctorCheck::State, ExitCode::Io, "broken", "mend it");
         let error = fail.enforce().expect_err("fails");
         assert_eq!(crate::exit::code_of(&error), ExitCode::Io);
         assert_eq!(error.to_string(), "broken; mend it");
-        assert!(Finding::warn(Check::Lock, "held", "wait").enforce().is_ok());
-        assert!(Finding::ok(Check::Rch, "/usr/bin/rch").enforce().is_ok());
+        assert!(
+            Finding::warn(DoctorCheck::Lock, "held", "wait")
+                .enforce()
+                .is_ok()
+        );
+        assert!(
+            Finding::ok(DoctorCheck::Rch, "/usr/bin/rch")
+                .enforce()
+                .is_ok()
+        );
     }
 
     #[test]

@@ -25,7 +25,7 @@ use crate::exit::{ExitCode, Fatal};
 use crate::lease_dir::LeaseDirFound;
 use crate::owner::ProcFs;
 use crate::plan::{self, Slot};
-use crate::preflight::{self, Check, Finding, Intent, Status};
+use crate::preflight::{self, DoctorCheck, Finding, Intent, Status};
 use crate::scan::{self, ScanOptions};
 use crate::state::backoff::{Backoff, now_unix_ms};
 use crate::verdict::SkipReason;
@@ -54,7 +54,7 @@ pub fn run(args: DoctorArgs) -> Result<ExitCode> {
     let mut findings = vec![
         preflight::lease_dir(&target.lease_dir, Intent::Doctor),
         not_yet(&target, state(&target)),
-        preflight::lock(&target.lease_dir, &target.state_file),
+        preflight::locks_held(&target.lease_dir, &target.state_file),
         rch_finding,
         not_yet(&target, daemon_finding),
     ];
@@ -134,7 +134,7 @@ fn rch(args: &RunArgs) -> Finding {
         Version::Said(line) => line,
         Version::Broken(why) => {
             return Finding::fail(
-                Check::Rch,
+                DoctorCheck::Rch,
                 ExitCode::Config,
                 format!(
                     "{}: `--version` {why}; a run would exit 78 at its first recovery",
@@ -186,10 +186,10 @@ fn rch(args: &RunArgs) -> Finding {
         format!("{} ({version})", found.display())
     };
     if warnings.is_empty() {
-        Finding::ok(Check::Rch, found_text)
+        Finding::ok(DoctorCheck::Rch, found_text)
     } else {
         Finding::warn(
-            Check::Rch,
+            DoctorCheck::Rch,
             format!("{found_text}; {}", warnings.join("; ")),
             fixes.join("; "),
         )
@@ -202,7 +202,7 @@ fn rch(args: &RunArgs) -> Finding {
 /// children's environment; then whether a daemon answers there, and when
 /// not, whether one of this user's answers at another usual place.
 fn daemon(target: &Target, args: &RunArgs) -> (Finding, Option<PathBuf>) {
-    let check = Check::Daemon;
+    let check = DoctorCheck::Daemon;
     let rch = preflight::rch(
         args.rch.as_deref(),
         std::env::var_os("PATH").as_deref(),
@@ -335,7 +335,7 @@ fn last_line(tail: &[u8]) -> Option<String> {
 
 /// The counts a dry run would give, and what in them asks for a look.
 fn journals(target: &Target, args: &RunArgs) -> Finding {
-    let check = Check::Journals;
+    let check = DoctorCheck::Journals;
     match &target.lease_dir.found {
         LeaseDirFound::Missing => {
             return Finding::ok(check, "no lease directory yet: nothing to judge");
@@ -446,13 +446,13 @@ fn host_check(target: &Target) -> Finding {
     let facts = host::look(&target.state_file);
     let concerns = host::concerns(&facts);
     if concerns.is_empty() {
-        return Finding::ok(Check::Host, host::summary(&facts));
+        return Finding::ok(DoctorCheck::Host, host::summary(&facts));
     }
     let (findings, fixes): (Vec<String>, Vec<String>) = concerns
         .into_iter()
         .map(|concern| (concern.finding, concern.fix))
         .unzip();
-    Finding::warn(Check::Host, findings.join("; "), fixes.join("; "))
+    Finding::warn(DoctorCheck::Host, findings.join("; "), fixes.join("; "))
 }
 
 /// Which decisions of this run rest on a variable a timer or cron line
@@ -493,14 +493,14 @@ fn environment(args: &RunArgs, rch_socket: Option<&Path>) -> Finding {
     let rests = route::rests_on(&facts);
     if rests.is_empty() {
         return Finding::ok(
-            Check::Environment,
+            DoctorCheck::Environment,
             "no decision rests on a variable a timer or cron line lacks",
         );
     }
     let findings: Vec<&str> = rests.iter().map(|rest| rest.finding.as_str()).collect();
     let settings: Vec<&str> = rests.iter().map(|rest| rest.setting.as_str()).collect();
     Finding::warn(
-        Check::Environment,
+        DoctorCheck::Environment,
         format!(
             "decisions rest on variables a timer or cron line lacks: {}",
             findings.join("; ")
@@ -765,14 +765,14 @@ mod tests {
 
     fn findings() -> Vec<Finding> {
         vec![
-            Finding::ok(Check::LeaseDir, "/l, owned by alice (uid 1000)"),
+            Finding::ok(DoctorCheck::LeaseDir, "/l, owned by alice (uid 1000)"),
             Finding::warn(
-                Check::State,
+                DoctorCheck::State,
                 "state folder /s does not exist yet",
                 "nothing to do",
             ),
             Finding::fail(
-                Check::Rch,
+                DoctorCheck::Rch,
                 ExitCode::Config,
                 "rch client: not found",
                 "install rch",
