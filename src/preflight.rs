@@ -180,9 +180,16 @@ pub enum Intent {
 }
 
 impl Intent {
-    /// Writes the state file and its lock (doctor reports as if it would).
-    fn writes_state(self) -> bool {
-        matches!(self, Intent::Run | Intent::Forget | Intent::Doctor)
+    /// How the state path and the state are checked: as their writer
+    /// needs them for a run and `forget` (which write the state file under
+    /// its lock), and for `doctor`, which writes nothing but reports what a
+    /// run would meet; as a reader needs them for the rest.
+    fn state_access(self) -> Access {
+        if matches!(self, Intent::Run | Intent::Forget | Intent::Doctor) {
+            Access::Write
+        } else {
+            Access::Read
+        }
     }
 
     /// Lists the lease directory and judges every journal in it.
@@ -348,11 +355,8 @@ pub fn state_path(identity: &Identity, state_file: &Path, intent: Intent) -> Fin
             "drop --state-file / RCH_SWEEP_STATE_FILE to use the default <parent of the lease dir>/rch-sweep/backoff.json",
         );
     }
-    let access = if intent.writes_state() {
-        Access::Write
-    } else {
-        Access::Read
-    };
+    let access = intent.state_access();
+    let writer = access == Access::Write;
     // The lock is opened for reading and writing, even when another sweep
     // holds it; the state file is only read and then replaced by a rename.
     for (what, path, opened_for_writing) in [
@@ -372,7 +376,7 @@ pub fn state_path(identity: &Identity, state_file: &Path, intent: Intent) -> Fin
         };
         match fsio::existing(&path) {
             Ok(Existing::Missing) => {}
-            Ok(Existing::Ours(_)) if intent.writes_state() && opened_for_writing => {
+            Ok(Existing::Ours(_)) if writer && opened_for_writing => {
                 if let Err(error) = fsio::may_access(&path, libc::R_OK | libc::W_OK) {
                     return Finding::fail(
                         check,
@@ -402,9 +406,7 @@ pub fn state_path(identity: &Identity, state_file: &Path, intent: Intent) -> Fin
     let folder = fsio::parent_dir(state_file);
     // A run opens the folder without following a link (O_NOFOLLOW) and
     // would refuse a link there at its first write: say so now.
-    if intent.writes_state()
-        && std::fs::symlink_metadata(folder).is_ok_and(|meta| meta.is_symlink())
-    {
+    if writer && std::fs::symlink_metadata(folder).is_ok_and(|meta| meta.is_symlink()) {
         return Finding::fail(
             check,
             ExitCode::Io,
@@ -416,31 +418,29 @@ pub fn state_path(identity: &Identity, state_file: &Path, intent: Intent) -> Fin
         );
     }
     match std::fs::metadata(folder) {
-        Ok(meta) if intent.writes_state() && !folder_trusted(meta.uid(), meta.mode()) => {
-            Finding::fail(
-                check,
-                ExitCode::Io,
-                format!(
-                    "state folder {} belongs to {} with mode {:04o}; it holds the lock and the state, so a folder another user owns or can write to could swap them under a sweep",
-                    folder.display(),
-                    account::describe(meta.uid()),
-                    meta.mode() & 0o7777
-                ),
-                format!(
-                    "make it yours and private (as its owner or root: chown {} {} && chmod 0700 {}), or point --state-file / RCH_SWEEP_STATE_FILE into a folder of your own",
-                    account::login(account::euid()),
-                    folder.display(),
-                    folder.display()
-                ),
-            )
-        }
+        Ok(meta) if writer && !folder_trusted(meta.uid(), meta.mode()) => Finding::fail(
+            check,
+            ExitCode::Io,
+            format!(
+                "state folder {} belongs to {} with mode {:04o}; it holds the lock and the state, so a folder another user owns or can write to could swap them under a sweep",
+                folder.display(),
+                account::describe(meta.uid()),
+                meta.mode() & 0o7777
+            ),
+            format!(
+                "make it yours and private (as its owner or root: chown {} {} && chmod 0700 {}), or point --state-file / RCH_SWEEP_STATE_FILE into a folder of your own",
+                account::login(account::euid()),
+                folder.display(),
+                folder.display()
+            ),
+        ),
         Ok(meta) if !meta.is_dir() => Finding::fail(
             check,
             ExitCode::Io,
             format!("state folder {} is not a directory", folder.display()),
             "point --state-file / RCH_SWEEP_STATE_FILE into a folder",
         ),
-        Ok(_) => match intent.writes_state().then(|| fsio::may_write_into(folder)) {
+        Ok(_) => match writer.then(|| fsio::may_write_into(folder)) {
             Some(Err(error)) => Finding::fail(
                 check,
                 ExitCode::Io,
@@ -582,11 +582,7 @@ fn is_inside(lease_dir: &Path, state_file: &Path) -> bool {
 /// refused (78); one that does not parse is moved aside by a run (warn).
 pub fn state_content(state_file: &Path, intent: Intent) -> Finding {
     let check = DoctorCheck::State;
-    let access = if intent.writes_state() {
-        Access::Write
-    } else {
-        Access::Read
-    };
+    let access = intent.state_access();
     match state::load(state_file, access) {
         Ok(state::Loaded::Missing) => Finding::ok(
             check,
