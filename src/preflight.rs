@@ -228,81 +228,15 @@ impl Intent {
 pub fn lease_dir(identity: &Identity, intent: Intent) -> Finding {
     let shown = identity.display();
     let check = DoctorCheck::LeaseDir;
-    let uid = match &identity.found {
-        LeaseDirFound::Missing => {
-            return Finding::warn(
-                check,
-                format!("lease directory {shown} does not exist; nothing to sweep yet"),
-                if identity.explicit {
-                    "check --lease-dir / RCH_SWEEP_LEASE_DIR for a typo; rch creates the folder on its first build"
-                } else {
-                    "nothing to do if rch has not built here yet (it creates the folder on its first build); if it keeps its leases elsewhere (RCH_STATE_HOME or XDG_STATE_HOME set in a login shell), name that folder with --lease-dir or set the variable where the sweep runs"
-                },
-            );
-        }
-        LeaseDirFound::NotADirectory => {
-            return Finding::fail(
-                check,
-                ExitCode::Config,
-                format!("lease directory {shown} is not a directory"),
-                "point --lease-dir / RCH_SWEEP_LEASE_DIR at rch's job-leases folder",
-            );
-        }
-        LeaseDirFound::Unreadable(error) => {
-            return Finding::fail(
-                check,
-                ExitCode::Io,
-                format!("cannot read lease directory {shown}: {error}"),
-                "check its permissions and the disk",
-            );
-        }
-        LeaseDirFound::Directory { uid } => *uid,
+    let uid = match directory_owner(identity) {
+        Ok(uid) => uid,
+        Err(finding) => return finding,
     };
     if intent.needs_rch_name() && !identity.named_job_leases() {
-        let fix = match identity.nested_job_leases() {
-            // An operator named rch's state home: say where its leases are.
-            Some(nested) => format!(
-                "it holds a job-leases folder: point --lease-dir / RCH_SWEEP_LEASE_DIR at {}",
-                nested.display()
-            ),
-            None => "point --lease-dir / RCH_SWEEP_LEASE_DIR at rch's job-leases folder, or at a link named job-leases to this one (storage moved behind a link: rch follows it from the link's folder); a dry run accepts any folder".to_owned(),
-        };
-        return Finding::fail(
-            check,
-            ExitCode::Config,
-            format!(
-                "lease directory {shown} is not named job-leases; rch looks for its journals only in <state home>/job-leases, so `rch jobs recover` would not find these"
-            ),
-            fix,
-        );
+        return not_named_for_rch(identity);
     }
-    let euid = account::euid();
-    if uid != euid {
-        let owner = account::describe(uid);
-        let login = account::login(uid);
-        let how = format!(
-            "run it as its owner: `runuser -u {login} -- rch-sweep ...`, or enable the `rch-sweep@{login}.timer` unit"
-        );
-        return if intent.owner_only() {
-            Finding::fail(
-                check,
-                ExitCode::Config,
-                format!(
-                    "lease directory {shown} belongs to {owner}, not to {} who runs this; the sweep acts only for the directory's owner, since a recovery runs with the keys and sockets of the user running it",
-                    account::describe(euid)
-                ),
-                how,
-            )
-        } else {
-            Finding::warn(
-                check,
-                format!(
-                    "lease directory {shown} belongs to {owner}: its journals are judged as {}, so they show as foreign_owner",
-                    account::describe(euid)
-                ),
-                how,
-            )
-        };
+    if uid != account::euid() {
+        return not_the_owners(identity, uid, intent);
     }
     // What the scan needs: to list the directory and open what is in it.
     // Looked at only for the owner (another user's directory is refused or
@@ -338,14 +272,99 @@ pub fn lease_dir(identity: &Identity, intent: Intent) -> Finding {
     )
 }
 
+/// The owner of the lease directory; else what is wrong with it: missing
+/// (a warning: nothing to sweep yet), not a directory, or unreadable.
+fn directory_owner(identity: &Identity) -> Result<u32, Finding> {
+    let shown = identity.display();
+    let check = DoctorCheck::LeaseDir;
+    Err(match &identity.found {
+        LeaseDirFound::Directory { uid } => return Ok(*uid),
+        LeaseDirFound::Missing => Finding::warn(
+            check,
+            format!("lease directory {shown} does not exist; nothing to sweep yet"),
+            if identity.explicit {
+                "check --lease-dir / RCH_SWEEP_LEASE_DIR for a typo; rch creates the folder on its first build"
+            } else {
+                "nothing to do if rch has not built here yet (it creates the folder on its first build); if it keeps its leases elsewhere (RCH_STATE_HOME or XDG_STATE_HOME set in a login shell), name that folder with --lease-dir or set the variable where the sweep runs"
+            },
+        ),
+        LeaseDirFound::NotADirectory => Finding::fail(
+            check,
+            ExitCode::Config,
+            format!("lease directory {shown} is not a directory"),
+            "point --lease-dir / RCH_SWEEP_LEASE_DIR at rch's job-leases folder",
+        ),
+        LeaseDirFound::Unreadable(error) => Finding::fail(
+            check,
+            ExitCode::Io,
+            format!("cannot read lease directory {shown}: {error}"),
+            "check its permissions and the disk",
+        ),
+    })
+}
+
+/// A lease directory `rch` would not find: it looks for its journals only
+/// in `<state home>/job-leases`.
+fn not_named_for_rch(identity: &Identity) -> Finding {
+    let fix = match identity.nested_job_leases() {
+        // An operator named rch's state home: say where its leases are.
+        Some(nested) => format!(
+            "it holds a job-leases folder: point --lease-dir / RCH_SWEEP_LEASE_DIR at {}",
+            nested.display()
+        ),
+        None => "point --lease-dir / RCH_SWEEP_LEASE_DIR at rch's job-leases folder, or at a link named job-leases to this one (storage moved behind a link: rch follows it from the link's folder); a dry run accepts any folder".to_owned(),
+    };
+    Finding::fail(
+        DoctorCheck::LeaseDir,
+        ExitCode::Config,
+        format!(
+            "lease directory {} is not named job-leases; rch looks for its journals only in <state home>/job-leases, so `rch jobs recover` would not find these",
+            identity.display()
+        ),
+        fix,
+    )
+}
+
+/// Another user's lease directory (`uid`'s): refused by the commands that
+/// act for its owner, a warning for the others.
+fn not_the_owners(identity: &Identity, uid: u32, intent: Intent) -> Finding {
+    let shown = identity.display();
+    let check = DoctorCheck::LeaseDir;
+    let euid = account::euid();
+    let owner = account::describe(uid);
+    let login = account::login(uid);
+    let how = format!(
+        "run it as its owner: `runuser -u {login} -- rch-sweep ...`, or enable the `rch-sweep@{login}.timer` unit"
+    );
+    if intent.owner_only() {
+        Finding::fail(
+            check,
+            ExitCode::Config,
+            format!(
+                "lease directory {shown} belongs to {owner}, not to {} who runs this; the sweep acts only for the directory's owner, since a recovery runs with the keys and sockets of the user running it",
+                account::describe(euid)
+            ),
+            how,
+        )
+    } else {
+        Finding::warn(
+            check,
+            format!(
+                "lease directory {shown} belongs to {owner}: its journals are judged as {}, so they show as foreign_owner",
+                account::describe(euid)
+            ),
+            how,
+        )
+    }
+}
+
 /// The state path (and the lock beside it) a command may read or replace:
 /// never inside the lease directory, a regular file if anything, this
 /// user's when written, in a folder no other user can write.
 pub fn state_path(identity: &Identity, state_file: &Path, intent: Intent) -> Finding {
-    let check = DoctorCheck::State;
     if is_inside(&identity.resolved, state_file) {
         return Finding::fail(
-            check,
+            DoctorCheck::State,
             ExitCode::Config,
             format!(
                 "state file {} is inside the lease directory {}; rch-sweep keeps its state beside rch's journals, never among them",
@@ -355,16 +374,43 @@ pub fn state_path(identity: &Identity, state_file: &Path, intent: Intent) -> Fin
             "drop --state-file / RCH_SWEEP_STATE_FILE to use the default <parent of the lease dir>/rch-sweep/backoff.json",
         );
     }
-    let access = intent.state_access();
-    let writer = access == Access::Write;
     // The lock is opened for reading and writing, even when another sweep
     // holds it; the state file is only read and then replaced by a rename.
     for (what, path, opened_for_writing) in [
         ("state file", state_file.to_path_buf(), false),
         ("lock file", lock::lock_path(state_file), true),
     ] {
+        let file = StateFile {
+            what,
+            path: &path,
+            opened_for_writing,
+        };
+        if let Some(refused) = file.refused(identity, state_file, intent.state_access()) {
+            return refused;
+        }
+    }
+    state_folder(state_file, intent)
+}
+
+/// The state file or its lock, as [`state_path`] looks at each.
+struct StateFile<'a> {
+    /// What it is called in a finding.
+    what: &'a str,
+    path: &'a Path,
+    /// Opened for writing by a writer (the lock), not only replaced by a
+    /// rename (the state file).
+    opened_for_writing: bool,
+}
+
+impl StateFile<'_> {
+    /// Why a command with `access` may not use the file, if it may not: it
+    /// is no regular file of this user's (another user's may be read), a
+    /// writer could not open it as it needs to, or it cannot be looked at.
+    fn refused(&self, identity: &Identity, state_file: &Path, access: Access) -> Option<Finding> {
+        let check = DoctorCheck::State;
+        let (what, path) = (self.what, self.path);
         let refuse = |kind: &str| {
-            Finding::fail(
+            Some(Finding::fail(
                 check,
                 ExitCode::Io,
                 format!(
@@ -372,37 +418,43 @@ pub fn state_path(identity: &Identity, state_file: &Path, intent: Intent) -> Fin
                     path.display()
                 ),
                 "move it away, or point --state-file / RCH_SWEEP_STATE_FILE elsewhere",
-            )
+            ))
         };
-        match fsio::existing(&path) {
-            Ok(Existing::Missing) => {}
-            Ok(Existing::Ours(_)) if writer && opened_for_writing => {
-                if let Err(error) = fsio::may_access(&path, libc::R_OK | libc::W_OK) {
-                    return Finding::fail(
-                        check,
-                        ExitCode::Io,
-                        format!("cannot open {what} {} to lock it: {error}", path.display()),
-                        format!("chmod 0600 {}", path.display()),
-                    );
-                }
+        match fsio::existing(path) {
+            Ok(Existing::Missing) => None,
+            Ok(Existing::Ours(_)) if access == Access::Write && self.opened_for_writing => {
+                let error = fsio::may_access(path, libc::R_OK | libc::W_OK).err()?;
+                Some(Finding::fail(
+                    check,
+                    ExitCode::Io,
+                    format!("cannot open {what} {} to lock it: {error}", path.display()),
+                    format!("chmod 0600 {}", path.display()),
+                ))
             }
-            Ok(Existing::Ours(_)) => {}
-            Ok(Existing::Foreign(_)) if access == Access::Read => {}
-            Ok(Existing::Foreign(_)) => return refuse("owned by another user"),
-            Ok(Existing::Other(kind)) => return refuse(kind.described()),
-            Err(error) => {
-                if let Some(hidden) = hidden_backoff(identity, state_file) {
-                    return hidden.finding(state_file);
-                }
-                return Finding::fail(
+            Ok(Existing::Ours(_)) => None,
+            Ok(Existing::Foreign(_)) if access == Access::Read => None,
+            Ok(Existing::Foreign(_)) => refuse("owned by another user"),
+            Ok(Existing::Other(kind)) => refuse(kind.described()),
+            Err(error) => Some(match hidden_backoff(identity, state_file) {
+                Some(hidden) => hidden.finding(state_file),
+                None => Finding::fail(
                     check,
                     ExitCode::Io,
                     format!("cannot look at {what} {}: {error}", path.display()),
                     "check the permissions of its folder",
-                );
-            }
+                ),
+            }),
         }
     }
+}
+
+/// The folder of the state file: for a writer, a real folder (no link),
+/// this user's or root's and writable by no one else, into which it may
+/// write; one that is missing must be creatable by a command that creates
+/// it.
+fn state_folder(state_file: &Path, intent: Intent) -> Finding {
+    let check = DoctorCheck::State;
+    let writer = intent.state_access() == Access::Write;
     let folder = fsio::parent_dir(state_file);
     // A run opens the folder without following a link (O_NOFOLLOW) and
     // would refuse a link there at its first write: say so now.
@@ -582,8 +634,7 @@ fn is_inside(lease_dir: &Path, state_file: &Path) -> bool {
 /// refused (78); one that does not parse is moved aside by a run (warn).
 pub fn state_content(state_file: &Path, intent: Intent) -> Finding {
     let check = DoctorCheck::State;
-    let access = intent.state_access();
-    match state::load(state_file, access) {
+    match state::load(state_file, intent.state_access()) {
         Ok(state::Loaded::Missing) => Finding::ok(
             check,
             format!("{} (none yet: no lease backing off)", state_file.display()),
@@ -699,54 +750,9 @@ pub fn rch(
 /// writable, and the path must be absent or this user's own regular file.
 pub fn metrics(path: &Path) -> Finding {
     let check = DoctorCheck::Metrics;
-    let folder = fsio::parent_dir(path);
     let fail = |finding: String, fix: String| Finding::fail(check, ExitCode::Io, finding, fix);
-    match std::fs::metadata(folder) {
-        Ok(meta) if !meta.is_dir() => {
-            return fail(
-                format!(
-                    "--metrics-file {}: {} is not a directory",
-                    path.display(),
-                    folder.display()
-                ),
-                "point --metrics-file / RCH_SWEEP_METRICS_FILE into node_exporter's textfile directory".into(),
-            );
-        }
-        Ok(_) => {
-            if let Err(error) = fsio::may_write_into(folder) {
-                return fail(
-                    format!(
-                        "--metrics-file {}: cannot write into {} ({error})",
-                        path.display(),
-                        folder.display()
-                    ),
-                    "give this user write access to it (e.g. a group-writable textfile directory) or point --metrics-file elsewhere".into(),
-                );
-            }
-        }
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-            return fail(
-                format!(
-                    "--metrics-file {}: its folder {} does not exist",
-                    path.display(),
-                    folder.display()
-                ),
-                format!(
-                    "create it (install -d -m 0755 {}) or point --metrics-file / RCH_SWEEP_METRICS_FILE into node_exporter's textfile directory",
-                    folder.display()
-                ),
-            );
-        }
-        Err(error) => {
-            return fail(
-                format!(
-                    "--metrics-file {}: cannot look at {}: {error}",
-                    path.display(),
-                    folder.display()
-                ),
-                "check the permissions of the folders above it".into(),
-            );
-        }
+    if let Some(refused) = metrics_folder(path) {
+        return refused;
     }
     let not_ours = |what: &str| {
         fail(
@@ -782,6 +788,62 @@ pub fn metrics(path: &Path) -> Finding {
             "nothing to do if a run follows: every run writes it 0644; otherwise chmod 0644 it",
         ),
         Ok(_) => Finding::ok(check, path.display().to_string()),
+    }
+}
+
+/// Why the folder of the metrics file at `path` cannot take it, if it
+/// cannot: not a directory, not writable by this user, missing, or not to
+/// be looked at.
+fn metrics_folder(path: &Path) -> Option<Finding> {
+    let folder = fsio::parent_dir(path);
+    let fail = |finding: String, fix: String| {
+        Some(Finding::fail(
+            DoctorCheck::Metrics,
+            ExitCode::Io,
+            finding,
+            fix,
+        ))
+    };
+    match std::fs::metadata(folder) {
+        Ok(meta) if !meta.is_dir() => fail(
+            format!(
+                "--metrics-file {}: {} is not a directory",
+                path.display(),
+                folder.display()
+            ),
+            "point --metrics-file / RCH_SWEEP_METRICS_FILE into node_exporter's textfile directory"
+                .into(),
+        ),
+        Ok(_) => {
+            let error = fsio::may_write_into(folder).err()?;
+            fail(
+                format!(
+                    "--metrics-file {}: cannot write into {} ({error})",
+                    path.display(),
+                    folder.display()
+                ),
+                "give this user write access to it (e.g. a group-writable textfile directory) or point --metrics-file elsewhere".into(),
+            )
+        }
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => fail(
+            format!(
+                "--metrics-file {}: its folder {} does not exist",
+                path.display(),
+                folder.display()
+            ),
+            format!(
+                "create it (install -d -m 0755 {}) or point --metrics-file / RCH_SWEEP_METRICS_FILE into node_exporter's textfile directory",
+                folder.display()
+            ),
+        ),
+        Err(error) => fail(
+            format!(
+                "--metrics-file {}: cannot look at {}: {error}",
+                path.display(),
+                folder.display()
+            ),
+            "check the permissions of the folders above it".into(),
+        ),
     }
 }
 
