@@ -5,7 +5,7 @@
 //! owns the queue.
 
 use crate::plan::Queue;
-use crate::recover::{self, Attempt, Outcome, Settings};
+use crate::recover::{self, Attempt, AttemptOutcome, Settings};
 use crate::signals;
 use crate::verdict::Candidate;
 use std::sync::mpsc;
@@ -46,7 +46,7 @@ pub fn recover_due(
                             }))
                             .unwrap_or_else(|_| {
                                 let panicked = "recovery thread panicked".to_owned();
-                                Attempt::ended(Outcome::Failed(panicked), Duration::ZERO)
+                                Attempt::ended(AttemptOutcome::Failed(panicked), Duration::ZERO)
                             });
                         // The receiver lives until every thread has reported.
                         let _ = done_tx.send((index, attempt));
@@ -71,7 +71,7 @@ pub fn recover_due(
                 Ok((index, attempt)) => {
                     running -= 1;
                     queue.finished(&candidates[index].worker_id);
-                    if let Outcome::NotCharged(fault, _) = &attempt.outcome
+                    if let AttemptOutcome::NotCharged(fault, _) = &attempt.outcome
                         && fault.stops_starts()
                     {
                         queue.stop();

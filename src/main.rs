@@ -1,3 +1,8 @@
+//! The `rch-sweep` binary: the process set up before anything is opened
+//! (inherited descriptors, SIGCHLD, empty variables), the command run, its
+//! error turned into the exit code, and with `--json` one document even
+//! when the command ends in an error.
+
 use clap::Parser;
 use rch_sweep::cli::{Cli, Command, ENV_VARS};
 use rch_sweep::exit::{self, ExitCode};
@@ -65,12 +70,12 @@ fn print_error_document(code: ExitCode, error: &anyhow::Error) {
     }
     // A struct, not `json!`, so the keys come in SPEC's order.
     #[derive(serde::Serialize)]
-    struct Document {
+    struct ErrorDocument {
         version: u32,
         exit_code: i32,
         error: String,
     }
-    let document = Document {
+    let document = ErrorDocument {
         version: 1,
         exit_code: code.code(),
         error: format!("{error:#}"),

@@ -7,7 +7,7 @@
 use crate::exit::ExitCode;
 use crate::log;
 use crate::recover::{self, Attempt, Fault};
-use crate::report::{LeaseLine, LineDetail, Outcome, Summary};
+use crate::report::{LeaseLine, LeaseOutcome, LineDetail, Summary};
 use crate::signals;
 use crate::state::backoff::Backoff;
 use crate::verdict::Candidate;
@@ -35,39 +35,39 @@ pub fn attempts(
     for (candidate, attempt) in candidates.into_iter().zip(attempts) {
         let Some(attempt) = attempt else {
             let outcome = if backoff.is_due(&candidate.wrapper_id, policy.now_unix_ms) {
-                Outcome::Deferred
+                LeaseOutcome::Deferred
             } else {
-                Outcome::BackingOff
+                LeaseOutcome::BackingOff
             };
             leases.push(line(candidate, outcome, None, None, backoff));
             continue;
         };
         let ended = attempt.ended_unix_ms;
         let (outcome, error) = match attempt.outcome {
-            recover::Outcome::Recovered => {
+            recover::AttemptOutcome::Recovered => {
                 backoff.forget(&candidate.wrapper_id);
-                (Outcome::Recovered, None)
+                (LeaseOutcome::Recovered, None)
             }
-            recover::Outcome::Vanished => {
+            recover::AttemptOutcome::Vanished => {
                 backoff.forget(&candidate.wrapper_id);
-                (Outcome::Vanished, None)
+                (LeaseOutcome::Vanished, None)
             }
-            recover::Outcome::Failed(error) => {
+            recover::AttemptOutcome::Failed(error) => {
                 backoff.record_failure(&candidate, &error, ended, policy.base_ms, policy.max_ms);
                 summary.exit_code = summary.exit_code.merge(ExitCode::Failed);
                 log::error(format!(
                     "recovery of {} on {} failed: {error}",
                     candidate.wrapper_id, candidate.worker_id
                 ));
-                (Outcome::Failed, Some(error))
+                (LeaseOutcome::Failed, Some(error))
             }
-            recover::Outcome::Interrupted(error) => {
+            recover::AttemptOutcome::Interrupted(error) => {
                 let name = signals::name(signal.unwrap_or(libc::SIGTERM));
                 let error = format!("interrupted by {name}: {error}");
                 backoff.record_interrupted(&candidate, &error, ended);
-                (Outcome::Interrupted, Some(error))
+                (LeaseOutcome::Interrupted, Some(error))
             }
-            recover::Outcome::NotCharged(fault, error) => {
+            recover::AttemptOutcome::NotCharged(fault, error) => {
                 // Not the lease's fault: it keeps its backoff entry exactly
                 // as it was, and waits for the next run like any deferred one.
                 let run_error = match (fault, &summary.daemon) {
@@ -84,10 +84,10 @@ pub fn attempts(
                     }
                     summary.fail(code, message);
                 }
-                (Outcome::Deferred, Some(error))
+                (LeaseOutcome::Deferred, Some(error))
             }
         };
-        let duration = (outcome != Outcome::Deferred).then_some(attempt.duration);
+        let duration = (outcome != LeaseOutcome::Deferred).then_some(attempt.duration);
         leases.push(line(candidate, outcome, duration, error, backoff));
     }
     if let Some(signal) = signal {
@@ -123,7 +123,7 @@ fn run_message(fault: Fault, error: &str) -> Option<String> {
 fn warn_stopped(signal: i32, leases: &[LeaseLine]) {
     let interrupted = leases
         .iter()
-        .filter(|line| line.outcome == Outcome::Interrupted)
+        .filter(|line| line.outcome == LeaseOutcome::Interrupted)
         .count();
     log::warn(format!(
         "stopped by {}: no further recovery started; {interrupted} running recover{} interrupted (process group killed, no failure counted, retried next run)",
@@ -137,7 +137,7 @@ fn warn_stopped(signal: i32, leases: &[LeaseLine]) {
 /// each is held once.
 pub fn line(
     candidate: Candidate,
-    outcome: Outcome,
+    outcome: LeaseOutcome,
     duration: Option<Duration>,
     error: Option<String>,
     backoff: &Backoff,

@@ -40,8 +40,10 @@ pub struct Settings {
     pub kill_grace: Duration,
 }
 
+/// How one recovery attempt ended, with what it says. `record` turns it
+/// into the lease's backoff entry and its report line's `LeaseOutcome`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Outcome {
+pub enum AttemptOutcome {
     Recovered,
     /// The journal disappeared or became terminal before the start: someone
     /// else finished it. Not a failure.
@@ -95,7 +97,7 @@ impl Fault {
 
 #[derive(Clone, Debug)]
 pub struct Attempt {
-    pub outcome: Outcome,
+    pub outcome: AttemptOutcome,
     pub duration: Duration,
     /// Wall-clock end, Unix ms: a failure's backoff counts from here.
     pub ended_unix_ms: u64,
@@ -103,7 +105,7 @@ pub struct Attempt {
 
 impl Attempt {
     /// An attempt that ended now after `duration`.
-    pub fn ended(outcome: Outcome, duration: Duration) -> Attempt {
+    pub fn ended(outcome: AttemptOutcome, duration: Duration) -> Attempt {
         Attempt {
             outcome,
             duration,
@@ -129,18 +131,18 @@ pub fn child_env(settings: &Settings) -> Vec<(OsString, OsString)> {
 /// scan, so that what `rch` is handed is what was judged: gone or terminal
 /// is `Vanished`; anything else that changed (type, owner, size, shape,
 /// schema, id, build, worker) refuses the start.
-fn readmit(lease_dir: &LeaseDir, candidate: &Candidate) -> Result<DurableJobLease, Outcome> {
-    let refused = || Outcome::Failed(ADMISSION_CHANGED.into());
+fn readmit(lease_dir: &LeaseDir, candidate: &Candidate) -> Result<DurableJobLease, AttemptOutcome> {
+    let refused = || AttemptOutcome::Failed(ADMISSION_CHANGED.into());
     let lease = match lease_dir.load(&candidate.wrapper_id) {
         Ok(lease) => lease,
-        Err(ReadFailure::Missing) => return Err(Outcome::Vanished),
+        Err(ReadFailure::Missing) => return Err(AttemptOutcome::Vanished),
         Err(_) => return Err(refused()),
     };
     if !judge::is_loadable(&candidate.wrapper_id, &lease) {
         return Err(refused());
     }
     if lease.terminal_acknowledged {
-        return Err(Outcome::Vanished);
+        return Err(AttemptOutcome::Vanished);
     }
     if lease.identity.remote_build_id != Some(candidate.build_id)
         || lease.worker_id.as_deref() != Some(candidate.worker_id.as_str())
@@ -159,14 +161,16 @@ pub fn recover(settings: &Settings, candidate: &Candidate, stop: &dyn Fn() -> bo
     Attempt::ended(outcome, started.elapsed())
 }
 
-fn attempt(settings: &Settings, candidate: &Candidate, stop: &dyn Fn() -> bool) -> Outcome {
+fn attempt(settings: &Settings, candidate: &Candidate, stop: &dyn Fn() -> bool) -> AttemptOutcome {
     let id = candidate.wrapper_id.as_str();
     let lease_dir = match LeaseDir::open(&settings.lease_dir) {
         Ok(dir) => dir,
         // The whole lease directory is gone: someone cleaned it up.
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Outcome::Vanished,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            return AttemptOutcome::Vanished;
+        }
         Err(error) => {
-            return Outcome::Failed(format!(
+            return AttemptOutcome::Failed(format!(
                 "cannot open lease directory {}: {error}",
                 settings.lease_dir.display()
             ));
@@ -177,10 +181,12 @@ fn attempt(settings: &Settings, candidate: &Candidate, stop: &dyn Fn() -> bool) 
         Err(outcome) => return outcome,
     };
     if let Some(pid) = recovery_lock::holder(&settings.lease_dir, id, None) {
-        return Outcome::NotCharged(Fault::Busy, recovery_lock::busy(pid));
+        return AttemptOutcome::NotCharged(Fault::Busy, recovery_lock::busy(pid));
     }
     if stop() {
-        return Outcome::Interrupted("interrupted before the recovery client was started".into());
+        return AttemptOutcome::Interrupted(
+            "interrupted before the recovery client was started".into(),
+        );
     }
 
     let args: Vec<OsString> = vec![
@@ -206,12 +212,12 @@ fn attempt(settings: &Settings, candidate: &Candidate, stop: &dyn Fn() -> bool) 
     }
     match (&report.ending, report.error()) {
         (Ending::Interrupted, error) => {
-            Outcome::Interrupted(error.unwrap_or_else(|| "interrupted".into()))
+            AttemptOutcome::Interrupted(error.unwrap_or_else(|| "interrupted".into()))
         }
         (_, Some(error)) => failed(settings, id, report.pid, error),
         (_, None) => match lease_dir.load(id) {
             Ok(after) => match judge::verify_completion(&before, &after) {
-                Ok(()) => Outcome::Recovered,
+                Ok(()) => AttemptOutcome::Recovered,
                 Err(why) => failed(settings, id, report.pid, why.into()),
             },
             Err(_) => failed(settings, id, report.pid, judge::NOT_ACKNOWLEDGED.into()),
@@ -221,10 +227,10 @@ fn attempt(settings: &Settings, candidate: &Candidate, stop: &dyn Fn() -> bool) 
 
 /// A recovery whose child (`child`, its PID) did not succeed, charged to
 /// its lease unless [`failure_not_its_own`] finds another cause.
-fn failed(settings: &Settings, id: &str, child: u32, error: String) -> Outcome {
+fn failed(settings: &Settings, id: &str, child: u32, error: String) -> AttemptOutcome {
     match failure_not_its_own(settings, id, child, &error) {
-        Some((fault, why)) => Outcome::NotCharged(fault, why),
-        None => Outcome::Failed(error),
+        Some((fault, why)) => AttemptOutcome::NotCharged(fault, why),
+        None => AttemptOutcome::Failed(error),
     }
 }
 
@@ -262,20 +268,20 @@ fn failure_not_its_own(
 /// A child that could not be started: the host's fault when it ran out of
 /// what a start needs (75: the next run may well succeed), else the `rch`
 /// install's (78: every other start would fail the same way).
-fn not_started(error: &child::SpawnError) -> Outcome {
+fn not_started(error: &child::SpawnError) -> AttemptOutcome {
     match shortage(&error.source) {
-        Some(what) => Outcome::NotCharged(
+        Some(what) => AttemptOutcome::NotCharged(
             Fault::Host,
             format!("the host could not start a recovery ({what}): {error}"),
         ),
-        None => Outcome::NotCharged(Fault::Config, error.to_string()),
+        None => AttemptOutcome::NotCharged(Fault::Config, error.to_string()),
     }
 }
 
 /// A recovery whose thread could not be started: the host's fault, always.
-pub fn no_thread(error: &io::Error) -> Outcome {
+pub fn no_thread(error: &io::Error) -> AttemptOutcome {
     let what = shortage(error).unwrap_or("no thread could be created");
-    Outcome::NotCharged(
+    AttemptOutcome::NotCharged(
         Fault::Host,
         format!(
             "the host could not start a recovery ({what}): cannot start a recovery thread: {error}"
@@ -301,7 +307,7 @@ pub fn shortage(error: &io::Error) -> Option<&'static str> {
 /// wrapper or shim around `rch` execs is not executable (126) or not found
 /// (127), as when it is on a login shell's `PATH` only. That is a broken
 /// install, like an `rch` that cannot be started at all.
-fn broken_shim(settings: &Settings, report: &child::ChildReport) -> Option<Outcome> {
+fn broken_shim(settings: &Settings, report: &child::ChildReport) -> Option<AttemptOutcome> {
     let Ending::Exited(status) = &report.ending else {
         return None;
     };
@@ -320,7 +326,7 @@ fn broken_shim(settings: &Settings, report: &child::ChildReport) -> Option<Outco
         error.push_str(": ");
         error.push_str(&line);
     }
-    Some(Outcome::NotCharged(Fault::Config, error))
+    Some(AttemptOutcome::NotCharged(Fault::Config, error))
 }
 
 #[cfg(test)]

@@ -12,9 +12,10 @@ use std::fmt::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// What happened to one candidate in this run.
+/// What happened to one candidate in this run, as its report line says:
+/// an attempt's end, or why none was made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Outcome {
+pub enum LeaseOutcome {
     Recovered,
     Failed,
     Vanished,
@@ -25,16 +26,16 @@ pub enum Outcome {
     WouldRecover,
 }
 
-impl Outcome {
+impl LeaseOutcome {
     pub fn as_str(self) -> &'static str {
         match self {
-            Outcome::Recovered => "recovered",
-            Outcome::Failed => "failed",
-            Outcome::Vanished => "vanished",
-            Outcome::Interrupted => "interrupted",
-            Outcome::BackingOff => "backing_off",
-            Outcome::Deferred => "deferred",
-            Outcome::WouldRecover => "would_recover",
+            LeaseOutcome::Recovered => "recovered",
+            LeaseOutcome::Failed => "failed",
+            LeaseOutcome::Vanished => "vanished",
+            LeaseOutcome::Interrupted => "interrupted",
+            LeaseOutcome::BackingOff => "backing_off",
+            LeaseOutcome::Deferred => "deferred",
+            LeaseOutcome::WouldRecover => "would_recover",
         }
     }
 }
@@ -46,7 +47,7 @@ impl Outcome {
 #[derive(Clone, Debug)]
 pub struct LeaseLine {
     pub candidate: Candidate,
-    pub outcome: Outcome,
+    pub outcome: LeaseOutcome,
     pub detail: Option<Box<LineDetail>>,
 }
 
@@ -62,7 +63,7 @@ pub struct LineDetail {
 }
 
 impl LeaseLine {
-    pub fn new(candidate: Candidate, outcome: Outcome, detail: LineDetail) -> LeaseLine {
+    pub fn new(candidate: Candidate, outcome: LeaseOutcome, detail: LineDetail) -> LeaseLine {
         LeaseLine {
             candidate,
             outcome,
@@ -158,13 +159,13 @@ impl Summary {
         };
         for line in &self.leases {
             match line.outcome {
-                Outcome::Recovered => counts.recovered += 1,
-                Outcome::Failed => counts.failed += 1,
-                Outcome::Vanished => counts.vanished += 1,
-                Outcome::Interrupted => counts.interrupted += 1,
-                Outcome::BackingOff => counts.backing_off += 1,
-                Outcome::Deferred => counts.deferred += 1,
-                Outcome::WouldRecover => counts.would_recover += 1,
+                LeaseOutcome::Recovered => counts.recovered += 1,
+                LeaseOutcome::Failed => counts.failed += 1,
+                LeaseOutcome::Vanished => counts.vanished += 1,
+                LeaseOutcome::Interrupted => counts.interrupted += 1,
+                LeaseOutcome::BackingOff => counts.backing_off += 1,
+                LeaseOutcome::Deferred => counts.deferred += 1,
+                LeaseOutcome::WouldRecover => counts.would_recover += 1,
             }
         }
         counts.attempted = counts.recovered + counts.failed + counts.vanished + counts.interrupted;
@@ -303,27 +304,27 @@ impl Summary {
             _ => String::new(),
         };
         match line.outcome {
-            Outcome::Recovered => format!(
+            LeaseOutcome::Recovered => format!(
                 "recovered in {}",
                 seconds(line.duration().unwrap_or_default())
             ),
-            Outcome::Failed => format!(
+            LeaseOutcome::Failed => format!(
                 "failed after {} ({})",
                 seconds(line.duration().unwrap_or_default()),
                 retry(line.failures(), line.next_attempt_unix_ms())
             ),
-            Outcome::BackingOff => format!(
+            LeaseOutcome::BackingOff => format!(
                 "backing off ({})",
                 retry(line.failures(), line.next_attempt_unix_ms())
             ),
-            Outcome::Interrupted => format!(
+            LeaseOutcome::Interrupted => format!(
                 "interrupted by {} after {} (not counted as a failure)",
                 self.stop_signal(),
                 seconds(line.duration().unwrap_or_default())
             ),
-            Outcome::Vanished => "vanished (finished elsewhere)".into(),
-            Outcome::Deferred => "deferred to the next run".into(),
-            Outcome::WouldRecover => "would recover".into(),
+            LeaseOutcome::Vanished => "vanished (finished elsewhere)".into(),
+            LeaseOutcome::Deferred => "deferred to the next run".into(),
+            LeaseOutcome::WouldRecover => "would recover".into(),
         }
     }
 
@@ -522,7 +523,7 @@ impl<'a> From<&'a LeaseLine> for JsonLease<'a> {
 mod tests {
     use super::*;
 
-    fn line(id: &str, outcome: Outcome) -> LeaseLine {
+    fn line(id: &str, outcome: LeaseOutcome) -> LeaseLine {
         LeaseLine::new(
             Candidate {
                 wrapper_id: id.into(),
@@ -533,9 +534,9 @@ mod tests {
             outcome,
             LineDetail {
                 duration: Some(Duration::from_millis(8123)),
-                error: (outcome == Outcome::Failed).then(|| "exit status: 1: boom".to_owned()),
-                failures: (outcome == Outcome::Failed).then_some(2),
-                next_attempt_unix_ms: (outcome == Outcome::Failed).then_some(4_800_000),
+                error: (outcome == LeaseOutcome::Failed).then(|| "exit status: 1: boom".to_owned()),
+                failures: (outcome == LeaseOutcome::Failed).then_some(2),
+                next_attempt_unix_ms: (outcome == LeaseOutcome::Failed).then_some(4_800_000),
             },
         )
     }
@@ -564,7 +565,7 @@ mod tests {
 
     #[test]
     fn the_daemon_object_appears_only_when_it_was_checked() {
-        let mut s = summary(false, vec![line("a", Outcome::Deferred)]);
+        let mut s = summary(false, vec![line("a", LeaseOutcome::Deferred)]);
         let value: serde_json::Value = serde_json::from_str(&s.json()).expect("json");
         assert!(value.get("daemon").is_none());
         assert!(!s.human(false).contains("daemon"));
@@ -601,7 +602,7 @@ mod tests {
 
     #[test]
     fn an_error_rides_on_the_summary_only_when_it_decides_74_or_78() {
-        let mut s = summary(false, vec![line("a", Outcome::Failed)]);
+        let mut s = summary(false, vec![line("a", LeaseOutcome::Failed)]);
         let error = |s: &Summary| {
             let value: serde_json::Value = serde_json::from_str(&s.json()).expect("json");
             value.get("error").cloned()
@@ -621,10 +622,10 @@ mod tests {
 
     #[test]
     fn the_summary_line_times_the_scan_and_the_run_apart() {
-        let ran = summary(false, vec![line("a", Outcome::Recovered)]).human(false);
+        let ran = summary(false, vec![line("a", LeaseOutcome::Recovered)]).human(false);
         assert!(ran.contains("in 12ms"), "{ran}");
         assert!(ran.contains("the run took 1.2s"), "{ran}");
-        let idle = summary(false, vec![line("a", Outcome::BackingOff)]).human(false);
+        let idle = summary(false, vec![line("a", LeaseOutcome::BackingOff)]).human(false);
         assert!(!idle.contains("the run took"), "{idle}");
     }
 
@@ -633,10 +634,10 @@ mod tests {
         let s = summary(
             false,
             vec![
-                line("a", Outcome::Recovered),
-                line("b", Outcome::Failed),
-                line("c", Outcome::Deferred),
-                line("d", Outcome::BackingOff),
+                line("a", LeaseOutcome::Recovered),
+                line("b", LeaseOutcome::Failed),
+                line("c", LeaseOutcome::Deferred),
+                line("d", LeaseOutcome::BackingOff),
             ],
         );
         let value: serde_json::Value = serde_json::from_str(&s.json()).expect("json");
@@ -663,9 +664,9 @@ mod tests {
         let mut s = summary(
             false,
             vec![
-                line("a", Outcome::Interrupted),
-                line("b", Outcome::Recovered),
-                line("c", Outcome::Deferred),
+                line("a", LeaseOutcome::Interrupted),
+                line("b", LeaseOutcome::Recovered),
+                line("c", LeaseOutcome::Deferred),
             ],
         );
         s.exit_code = ExitCode::Signal(libc::SIGTERM);
@@ -688,7 +689,7 @@ mod tests {
 
     #[test]
     fn a_dry_run_adds_would_recover() {
-        let s = summary(true, vec![line("a", Outcome::WouldRecover)]);
+        let s = summary(true, vec![line("a", LeaseOutcome::WouldRecover)]);
         let value: serde_json::Value = serde_json::from_str(&s.json()).expect("json");
         assert_eq!(value["would_recover"], 1);
         assert_eq!(value["attempted"], 0);
@@ -697,7 +698,7 @@ mod tests {
 
     #[test]
     fn the_human_summary_names_counts_and_reasons() {
-        let s = summary(false, vec![line("rchw-a", Outcome::Failed)]);
+        let s = summary(false, vec![line("rchw-a", LeaseOutcome::Failed)]);
         let text = s.human(false);
         assert!(text.starts_with("WRAPPER"), "{text}");
         assert!(text.contains("rchw-a"));

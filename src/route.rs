@@ -146,7 +146,7 @@ pub struct Given {
 }
 
 /// What the `environment` check looks at.
-pub struct Facts<'a> {
+pub struct EnvironmentFacts<'a> {
     /// This process's environment (an empty value counts as unset).
     pub env: &'a dyn Fn(&str) -> Option<OsString>,
     pub given: Given,
@@ -171,7 +171,7 @@ pub struct Rest {
 /// The decisions of this run that rest on a variable a timer or cron line
 /// will not have by default, in the order of a run: the lease directory,
 /// the state file, `rch`, the daemon's socket, the metrics file.
-pub fn rests_on(facts: &Facts<'_>) -> Vec<Rest> {
+pub fn rests_on(facts: &EnvironmentFacts<'_>) -> Vec<Rest> {
     let var = |name: &str| (facts.env)(name).filter(|value| !value.is_empty());
     let shown = |value: &OsStr| value.to_string_lossy().into_owned();
     let all_lack = "a timer and cron lack it";
@@ -417,8 +417,8 @@ mod tests {
         assert!(none.contains("uid 4242"), "{none}");
     }
 
-    fn facts<'a>(env: &'a dyn Fn(&str) -> Option<OsString>) -> Facts<'a> {
-        Facts {
+    fn facts<'a>(env: &'a dyn Fn(&str) -> Option<OsString>) -> EnvironmentFacts<'a> {
+        EnvironmentFacts {
             env,
             given: Given::default(),
             uid: 1000,

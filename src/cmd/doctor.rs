@@ -483,7 +483,7 @@ fn environment(args: &RunArgs, rch_socket: Option<&Path>) -> Finding {
                 .is_ok_and(|meta| meta.file_type().is_socket())
         }
     });
-    let facts = route::Facts {
+    let facts = route::EnvironmentFacts {
         env: &env,
         given: given_on_command_line(),
         uid: account::euid(),
@@ -734,7 +734,7 @@ fn json(findings: &[Finding], code: ExitCode) -> String {
         fix: Option<&'a str>,
     }
     #[derive(serde::Serialize)]
-    struct Document<'a> {
+    struct DoctorDocument<'a> {
         version: u32,
         checks: Vec<Row<'a>>,
         exit_code: i32,
@@ -751,7 +751,7 @@ fn json(findings: &[Finding], code: ExitCode) -> String {
                 .filter(|_| finding.status != Status::Ok),
         })
         .collect();
-    let document = Document {
+    let document = DoctorDocument {
         version: 1,
         checks,
         exit_code: code.code(),

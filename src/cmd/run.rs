@@ -15,7 +15,7 @@ use crate::plan::{self, Slot};
 use crate::preflight::{self, Intent};
 use crate::record::{self, Policy};
 use crate::recover::Fault;
-use crate::report::{LeaseLine, Outcome, Summary};
+use crate::report::{LeaseLine, LeaseOutcome, Summary};
 use crate::scan::{self, Scan, ScanOptions};
 use crate::state::backoff::{Backoff, now_unix_ms};
 use crate::state::lock;
@@ -211,9 +211,9 @@ fn dry_run(run: &Run) -> Result<ExitCode> {
         .zip(slots)
         .map(|(candidate, slot)| {
             let outcome = match slot {
-                Slot::BackingOff => Outcome::BackingOff,
-                Slot::WouldRecover => Outcome::WouldRecover,
-                Slot::Deferred => Outcome::Deferred,
+                Slot::BackingOff => LeaseOutcome::BackingOff,
+                Slot::WouldRecover => LeaseOutcome::WouldRecover,
+                Slot::Deferred => LeaseOutcome::Deferred,
             };
             record::line(candidate, outcome, None, None, &backoff)
         })
@@ -406,7 +406,7 @@ fn kept_back(
     let mut attempts = vec![None; candidates.len()];
     for (index, _) in due {
         attempts[*index] = Some(recover::Attempt::ended(
-            recover::Outcome::NotCharged(Fault::DaemonDown, report.lease_error()),
+            recover::AttemptOutcome::NotCharged(Fault::DaemonDown, report.lease_error()),
             Duration::ZERO,
         ));
     }
@@ -420,7 +420,7 @@ fn lost_daemon(attempts: &[Option<recover::Attempt>]) -> Option<&str> {
         .iter()
         .flatten()
         .find_map(|attempt| match &attempt.outcome {
-            recover::Outcome::NotCharged(Fault::DaemonDown, error) => Some(error.as_str()),
+            recover::AttemptOutcome::NotCharged(Fault::DaemonDown, error) => Some(error.as_str()),
             _ => None,
         })
 }

@@ -63,12 +63,12 @@ fn json(backoff: &Backoff, now: u64, state_file: &Path) -> String {
         .collect();
     // A struct, not `json!`, so the keys come in SPEC's order.
     #[derive(serde::Serialize)]
-    struct Document<'a> {
+    struct StatusDocument<'a> {
         version: u32,
         state_file: std::borrow::Cow<'a, str>,
         leases: serde_json::Map<String, serde_json::Value>,
     }
-    let document = Document {
+    let document = StatusDocument {
         version: 1,
         state_file: state_file.to_string_lossy(),
         leases,
