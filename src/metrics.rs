@@ -52,45 +52,81 @@ fn lease_dir_label(lease_dir: &Path) -> String {
 }
 
 /// Renders the metrics text. `last_success_unix_ms` comes from the state
-/// file, so it survives runs that failed.
+/// file, so it survives runs that failed. The series come in a fixed
+/// order: when the run was and how long it took, what it found, how it
+/// ended.
 pub fn render(summary: &Summary, now: SystemTime, last_success_unix_ms: Option<u64>) -> String {
-    let counts = summary.counts();
-    let now_secs = now
-        .duration_since(UNIX_EPOCH)
-        .map_or(0.0, |since| since.as_secs_f64());
     let lease_dir = lease_dir_label(&summary.lease_dir);
     let mut out = String::new();
-    // Each sample: its extra label (`key="value"`, or "") and its value.
-    let mut gauge = |name: &str, help: &str, samples: &[(String, f64)]| {
-        let _ = writeln!(out, "# HELP {name} {help}");
+    let gauges = when(summary, now, last_success_unix_ms)
+        .into_iter()
+        .chain(found(summary))
+        .chain(ended(summary));
+    for gauge in gauges {
+        gauge.write(&mut out, &lease_dir);
+    }
+    out
+}
+
+/// One gauge: its name, its help text and its samples, each with its
+/// extra label (`key="value"`, or "") and its value.
+struct Gauge {
+    name: &'static str,
+    help: &'static str,
+    samples: Vec<(String, f64)>,
+}
+
+impl Gauge {
+    /// A gauge of one sample, with no label but the lease directory's.
+    fn plain(name: &'static str, help: &'static str, value: f64) -> Gauge {
+        Gauge {
+            name,
+            help,
+            samples: vec![(String::new(), value)],
+        }
+    }
+
+    fn write(&self, out: &mut String, lease_dir: &str) {
+        let name = self.name;
+        let _ = writeln!(out, "# HELP {name} {}", self.help);
         let _ = writeln!(out, "# TYPE {name} gauge");
-        for (label, value) in samples {
+        for (label, value) in &self.samples {
             let separator = if label.is_empty() { "" } else { "," };
             let _ = writeln!(out, "{name}{{{lease_dir}{separator}{label}}} {value}");
         }
-    };
-    let plain = |value: f64| [(String::new(), value)];
-    gauge(
-        "rch_sweep_last_run_timestamp_seconds",
-        "Unix time at which the last rch-sweep run ended.",
-        &plain(now_secs),
-    );
-    gauge(
-        "rch_sweep_last_success_timestamp_seconds",
-        "Unix time at which the last rch-sweep run that exited 0 ended (0 if none yet).",
-        &plain(last_success_unix_ms.map_or(0.0, |ms| ms as f64 / 1000.0)),
-    );
-    gauge(
-        "rch_sweep_run_duration_seconds",
-        "Wall time of the last run.",
-        &plain(summary.duration.as_secs_f64()),
-    );
-    gauge(
-        "rch_sweep_journals_scanned",
-        "Lease journals (*.json entries) seen by the last run.",
-        &plain(summary.scanned as f64),
-    );
-    let skipped: Vec<(String, f64)> = SkipReason::ALL
+    }
+}
+
+/// When the run ended, when the last run that exited 0 did, and how long
+/// this one took.
+fn when(summary: &Summary, now: SystemTime, last_success_unix_ms: Option<u64>) -> [Gauge; 3] {
+    let now_secs = now
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |since| since.as_secs_f64());
+    [
+        Gauge::plain(
+            "rch_sweep_last_run_timestamp_seconds",
+            "Unix time at which the last rch-sweep run ended.",
+            now_secs,
+        ),
+        Gauge::plain(
+            "rch_sweep_last_success_timestamp_seconds",
+            "Unix time at which the last rch-sweep run that exited 0 ended (0 if none yet).",
+            last_success_unix_ms.map_or(0.0, |ms| ms as f64 / 1000.0),
+        ),
+        Gauge::plain(
+            "rch_sweep_run_duration_seconds",
+            "Wall time of the last run.",
+            summary.duration.as_secs_f64(),
+        ),
+    ]
+}
+
+/// What the run found: journals, skipped ones by reason, candidates, those
+/// backing off, and the candidates by outcome.
+fn found(summary: &Summary) -> [Gauge; 5] {
+    let counts = summary.counts();
+    let skipped = SkipReason::ALL
         .iter()
         .map(|reason| {
             (
@@ -99,21 +135,6 @@ pub fn render(summary: &Summary, now: SystemTime, last_success_unix_ms: Option<u
             )
         })
         .collect();
-    gauge(
-        "rch_sweep_journals_skipped",
-        "Journals the last run skipped, by reason.",
-        &skipped,
-    );
-    gauge(
-        "rch_sweep_candidates",
-        "Journals whose owner is gone while they still own source or await the daemon.",
-        &plain(counts.candidates as f64),
-    );
-    gauge(
-        "rch_sweep_backing_off",
-        "Candidates not attempted because an earlier failure's backoff has not expired.",
-        &plain(counts.backing_off as f64),
-    );
     let by_outcome = [
         counts.recovered,
         counts.failed,
@@ -121,36 +142,65 @@ pub fn render(summary: &Summary, now: SystemTime, last_success_unix_ms: Option<u
         counts.interrupted,
         counts.deferred,
     ];
-    let recoveries: Vec<(String, f64)> = OUTCOMES
+    let recoveries = OUTCOMES
         .iter()
         .zip(by_outcome)
         .map(|(outcome, count)| (format!("outcome=\"{outcome}\""), count as f64))
         .collect();
-    gauge(
-        "rch_sweep_recoveries",
-        "Candidates of the last run by outcome.",
-        &recoveries,
-    );
-    gauge(
-        "rch_sweep_exit_code",
-        "Exit status of the last run.",
-        &plain(f64::from(summary.exit_code.code())),
-    );
-    gauge(
-        "rch_sweep_lease_dir_present",
-        "1 when the last run found its lease directory; 0 when it did not (nothing was swept).",
-        &plain(if summary.lease_dir_present { 1.0 } else { 0.0 }),
-    );
+    [
+        Gauge::plain(
+            "rch_sweep_journals_scanned",
+            "Lease journals (*.json entries) seen by the last run.",
+            summary.scanned as f64,
+        ),
+        Gauge {
+            name: "rch_sweep_journals_skipped",
+            help: "Journals the last run skipped, by reason.",
+            samples: skipped,
+        },
+        Gauge::plain(
+            "rch_sweep_candidates",
+            "Journals whose owner is gone while they still own source or await the daemon.",
+            counts.candidates as f64,
+        ),
+        Gauge::plain(
+            "rch_sweep_backing_off",
+            "Candidates not attempted because an earlier failure's backoff has not expired.",
+            counts.backing_off as f64,
+        ),
+        Gauge {
+            name: "rch_sweep_recoveries",
+            help: "Candidates of the last run by outcome.",
+            samples: recoveries,
+        },
+    ]
+}
+
+/// How the run ended: its exit code, whether it found its lease directory,
+/// and whether rch's daemon answered.
+fn ended(summary: &Summary) -> Vec<Gauge> {
+    let mut gauges = vec![
+        Gauge::plain(
+            "rch_sweep_exit_code",
+            "Exit status of the last run.",
+            f64::from(summary.exit_code.code()),
+        ),
+        Gauge::plain(
+            "rch_sweep_lease_dir_present",
+            "1 when the last run found its lease directory; 0 when it did not (nothing was swept).",
+            if summary.lease_dir_present { 1.0 } else { 0.0 },
+        ),
+    ];
     // Only a run that checked the daemon knows; a 0 or 1 made up by one
     // that did not would hide or fake an outage.
     if let Some(daemon) = &summary.daemon {
-        gauge(
+        gauges.push(Gauge::plain(
             "rch_sweep_daemon_up",
             "1 when rch's daemon answered at the socket the last run checked, 0 when not.",
-            &plain(if daemon.up { 1.0 } else { 0.0 }),
-        );
+            if daemon.up { 1.0 } else { 0.0 },
+        ));
     }
-    out
+    gauges
 }
 
 /// Writes the metrics file atomically, readable by the collector (0644).

@@ -172,114 +172,144 @@ pub struct Rest {
 /// will not have by default, in the order of a run: the lease directory,
 /// the state file, `rch`, the daemon's socket, the metrics file.
 pub fn rests_on(facts: &EnvironmentFacts<'_>) -> Vec<Rest> {
-    let var = |name: &str| (facts.env)(name).filter(|value| !value.is_empty());
-    let shown = |value: &OsStr| value.to_string_lossy().into_owned();
-    let all_lack = "a timer and cron lack it";
-    let mut rests = Vec::new();
-    let option_var = |given: bool, name: &str, what: &str, rests: &mut Vec<Rest>| {
-        if let Some(value) = var(name).filter(|_| !given) {
-            rests.push(Rest {
-                finding: format!("{what} on {name}={} ({all_lack})", shown(&value)),
-                setting: format!("{name}={}", shown(&value)),
-            });
-            return true;
-        }
-        false
-    };
+    let given = facts.given;
+    [
+        option_rest(
+            facts,
+            given.lease_dir,
+            "RCH_SWEEP_LEASE_DIR",
+            "the lease directory",
+        )
+        .or_else(|| state_home_rest(facts)),
+        option_rest(
+            facts,
+            given.state_file,
+            "RCH_SWEEP_STATE_FILE",
+            "the state file",
+        ),
+        option_rest(facts, given.rch, "RCH_SWEEP_RCH", "rch"),
+        rch_path_rest(facts),
+        option_rest(facts, given.socket, "RCH_SOCKET_PATH", "the daemon socket")
+            .or_else(|| runtime_socket_rest(facts)),
+        option_rest(
+            facts,
+            given.metrics_file,
+            "RCH_SWEEP_METRICS_FILE",
+            "the metrics file",
+        ),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
 
-    if !option_var(
-        facts.given.lease_dir,
-        "RCH_SWEEP_LEASE_DIR",
-        "the lease directory",
-        &mut rests,
-    ) && !facts.given.lease_dir
-    {
-        let here = config::default_lease_dir(var);
-        let there = config::default_lease_dir(|name: &str| match name {
-            "RCH_STATE_HOME" | "XDG_STATE_HOME" => None,
-            _ => var(name),
-        });
-        if here != there {
-            let name = if var("RCH_STATE_HOME").is_some() {
-                "RCH_STATE_HOME"
-            } else {
-                "XDG_STATE_HOME"
-            };
-            let value = var(name).unwrap_or_default();
-            rests.push(Rest {
-                finding: format!(
-                    "the lease directory on {name}={} ({all_lack}: without it a run sweeps {}, not {})",
-                    shown(&value),
-                    there.display(),
-                    here.display()
-                ),
-                setting: format!("{name}={}", shown(&value)),
-            });
-        }
+/// Who lacks a variable only a login shell sets.
+const ALL_LACK: &str = "a timer and cron lack it";
+
+impl EnvironmentFacts<'_> {
+    /// A variable of this process, unless unset or empty.
+    fn var(&self, name: &str) -> Option<OsString> {
+        (self.env)(name).filter(|value| !value.is_empty())
     }
-    option_var(
-        facts.given.state_file,
-        "RCH_SWEEP_STATE_FILE",
-        "the state file",
-        &mut rests,
+}
+
+/// A value as text (lossily: the finding is for people).
+fn shown(value: &OsStr) -> String {
+    value.to_string_lossy().into_owned()
+}
+
+/// `what` (an option not `given` on the command line) taken from its
+/// variable `name`.
+fn option_rest(facts: &EnvironmentFacts<'_>, given: bool, name: &str, what: &str) -> Option<Rest> {
+    let value = facts.var(name).filter(|_| !given)?;
+    Some(Rest {
+        finding: format!("{what} on {name}={} ({ALL_LACK})", shown(&value)),
+        setting: format!("{name}={}", shown(&value)),
+    })
+}
+
+/// The default lease directory, when rch's state home variables move it
+/// away from where a timer or cron line would look.
+fn state_home_rest(facts: &EnvironmentFacts<'_>) -> Option<Rest> {
+    if facts.given.lease_dir {
+        return None;
+    }
+    let var = |name: &str| facts.var(name);
+    let here = config::default_lease_dir(var);
+    let there = config::default_lease_dir(|name: &str| match name {
+        "RCH_STATE_HOME" | "XDG_STATE_HOME" => None,
+        _ => var(name),
+    });
+    if here == there {
+        return None;
+    }
+    let name = if var("RCH_STATE_HOME").is_some() {
+        "RCH_STATE_HOME"
+    } else {
+        "XDG_STATE_HOME"
+    };
+    let value = var(name).unwrap_or_default();
+    Some(Rest {
+        finding: format!(
+            "the lease directory on {name}={} ({ALL_LACK}: without it a run sweeps {}, not {})",
+            shown(&value),
+            there.display(),
+            here.display()
+        ),
+        setting: format!("{name}={}", shown(&value)),
+    })
+}
+
+/// `rch` found on a `PATH` entry that neither cron's nor the units' `PATH`
+/// nor the fallbacks reach.
+fn rch_path_rest(facts: &EnvironmentFacts<'_>) -> Option<Rest> {
+    let entry = facts.rch_path_entry.as_ref()?;
+    let home = facts.var("HOME");
+    let mut reached: Vec<PathBuf> = std::env::split_paths(OsStr::new(CRON_PATH))
+        .chain(std::env::split_paths(OsStr::new(timer_path())))
+        .chain(std::env::split_paths(&expand(
+            unit_path(USER_UNIT).unwrap_or_default(),
+            home.as_deref().unwrap_or_default(),
+        )))
+        .collect();
+    reached.extend(
+        config::rch_fallbacks(home.as_deref())
+            .iter()
+            .filter_map(|place| place.parent().map(Path::to_path_buf)),
     );
-    option_var(facts.given.rch, "RCH_SWEEP_RCH", "rch", &mut rests);
-    if let Some(entry) = &facts.rch_path_entry {
-        let home = var("HOME");
-        let mut reached: Vec<PathBuf> = std::env::split_paths(OsStr::new(CRON_PATH))
-            .chain(std::env::split_paths(OsStr::new(timer_path())))
-            .chain(std::env::split_paths(&expand(
-                unit_path(USER_UNIT).unwrap_or_default(),
-                home.as_deref().unwrap_or_default(),
-            )))
-            .collect();
-        reached.extend(
-            config::rch_fallbacks(home.as_deref())
-                .iter()
-                .filter_map(|place| place.parent().map(Path::to_path_buf)),
-        );
-        if !reached.iter().any(|dir| dir == entry) {
-            let rch = entry.join("rch");
-            rests.push(Rest {
-                finding: format!(
-                    "rch on the PATH entry {} ({all_lack}: their PATH and the fallbacks do not reach it)",
-                    entry.display()
-                ),
-                setting: format!("RCH_SWEEP_RCH={}", rch.display()),
-            });
-        }
+    if reached.iter().any(|dir| dir == entry) {
+        return None;
     }
-    if !option_var(
-        facts.given.socket,
-        "RCH_SOCKET_PATH",
-        "the daemon socket",
-        &mut rests,
-    ) && !facts.given.socket
-        && facts.runtime_socket
-        && let Some(value) = var("XDG_RUNTIME_DIR")
-    {
-        let user_manager = format!("/run/user/{}", facts.uid);
-        let lacking = if value == OsStr::new(&user_manager) {
-            "cron and the system timer lack it"
-        } else {
-            all_lack
-        };
-        rests.push(Rest {
-            finding: format!(
-                "the daemon socket on XDG_RUNTIME_DIR={} (rch's default {}/rch.sock; {lacking}, and rch then looks in ~/.cache/rch/rch.sock)",
-                shown(&value),
-                shown(&value)
-            ),
-            setting: format!("XDG_RUNTIME_DIR={}", shown(&value)),
-        });
+    Some(Rest {
+        finding: format!(
+            "rch on the PATH entry {} ({ALL_LACK}: their PATH and the fallbacks do not reach it)",
+            entry.display()
+        ),
+        setting: format!("RCH_SWEEP_RCH={}", entry.join("rch").display()),
+    })
+}
+
+/// rch's default socket under `XDG_RUNTIME_DIR`, when one stands there and
+/// no socket was named.
+fn runtime_socket_rest(facts: &EnvironmentFacts<'_>) -> Option<Rest> {
+    if facts.given.socket || !facts.runtime_socket {
+        return None;
     }
-    option_var(
-        facts.given.metrics_file,
-        "RCH_SWEEP_METRICS_FILE",
-        "the metrics file",
-        &mut rests,
-    );
-    rests
+    let value = facts.var("XDG_RUNTIME_DIR")?;
+    let user_manager = format!("/run/user/{}", facts.uid);
+    let lacking = if value == OsStr::new(&user_manager) {
+        "cron and the system timer lack it"
+    } else {
+        ALL_LACK
+    };
+    Some(Rest {
+        finding: format!(
+            "the daemon socket on XDG_RUNTIME_DIR={} (rch's default {}/rch.sock; {lacking}, and rch then looks in ~/.cache/rch/rch.sock)",
+            shown(&value),
+            shown(&value)
+        ),
+        setting: format!("XDG_RUNTIME_DIR={}", shown(&value)),
+    })
 }
 
 #[cfg(test)]

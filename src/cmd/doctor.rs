@@ -26,7 +26,7 @@ use crate::lease_dir::LeaseDirFound;
 use crate::owner::ProcFs;
 use crate::plan::{self, Slot};
 use crate::preflight::{self, DoctorCheck, Finding, Intent, Status};
-use crate::scan::{self, ScanOptions};
+use crate::scan::{self, Scan, ScanOptions};
 use crate::state::backoff::{Backoff, now_unix_ms};
 use crate::verdict::SkipReason;
 use crate::{account, daemon, host, log, recover, route, state};
@@ -379,6 +379,22 @@ fn journals(target: &Target, args: &RunArgs) -> Finding {
         now,
         usize::from(args.max_recoveries),
     );
+    let counts = journal_counts(&scan, &slots);
+    let (warnings, fixes) = journal_concerns(&scan);
+    if warnings.is_empty() {
+        Finding::ok(check, counts)
+    } else {
+        Finding::warn(
+            check,
+            format!("{counts}; {}", warnings.join("; ")),
+            fixes.join("; "),
+        )
+    }
+}
+
+/// What a dry run would count: journals, candidates by their slot in the
+/// plan, and the skipped ones by reason.
+fn journal_counts(scan: &Scan, slots: &[Slot]) -> String {
     let count = |slot: Slot| slots.iter().filter(|s| **s == slot).count();
     let skipped: Vec<String> = SkipReason::ALL
         .iter()
@@ -399,6 +415,12 @@ fn journals(target: &Target, args: &RunArgs) -> Finding {
     if total > 0 {
         let _ = write!(counts, ", {total} skipped ({})", skipped.join(", "));
     }
+    counts
+}
+
+/// What in a scan asks for a look, and what to do about it: journals
+/// never recovered as they stand, and heartbeats from a clock ahead.
+fn journal_concerns(scan: &Scan) -> (Vec<String>, Vec<String>) {
     let odd: Vec<String> = [
         SkipReason::Malformed,
         SkipReason::Unreadable,
@@ -429,15 +451,7 @@ fn journals(target: &Target, args: &RunArgs) -> Finding {
                 .to_owned(),
         );
     }
-    if warnings.is_empty() {
-        Finding::ok(check, counts)
-    } else {
-        Finding::warn(
-            check,
-            format!("{counts}; {}", warnings.join("; ")),
-            fixes.join("; "),
-        )
-    }
+    (warnings, fixes)
 }
 
 /// The host a run meets: its PID namespace, and room where the state is
