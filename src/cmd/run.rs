@@ -1,9 +1,13 @@
-//! `rch-sweep [run]`: the run's steps in order, each a call: preflight
-//! (lease directory, locks, metrics path, `rch`, state), scan, plan, rch's
-//! daemon when something is due ([`crate::daemon`]), recover
-//! ([`crate::dispatch`]), record ([`crate::record`]), save
-//! ([`crate::persist`]), report. A dry run and `--check` stop after the
-//! plan and write nothing.
+//! `rch-sweep [run]`: the run's steps in order, each a call into the room
+//! that owns it: the checks every command makes ([`crate::preflight`]);
+//! the lease directory opened and locked ([`crate::lease_dir`]), the state
+//! folder and the state lock ([`crate::state`]), the metrics path and
+//! `rch` checked, an interrupted run's leftovers cleaned
+//! ([`crate::persist`]), the state loaded, the signal handlers in place;
+//! then scan ([`crate::scan`]), plan ([`crate::plan`]), rch's daemon when
+//! something is due ([`crate::daemon`]), recover ([`crate::dispatch`]),
+//! record ([`crate::record`]), save ([`crate::persist`]), report. A dry
+//! run and `--check` stop after the plan and write nothing.
 
 use super::Target;
 use crate::cli::RunArgs;
@@ -17,7 +21,7 @@ use crate::record::{self, Policy};
 use crate::recover::Fault;
 use crate::report::{LeaseLine, LeaseOutcome, Summary};
 use crate::scan::{self, Scan, ScanOptions};
-use crate::state::backoff::{Backoff, now_unix_ms};
+use crate::state::backoff::now_unix_ms;
 use crate::state::lock;
 use crate::verdict::Candidate;
 use crate::{daemon, dispatch, fsio, log, persist, proc_locks, recover, signals, state};
@@ -276,50 +280,25 @@ fn lease_dir_holder(resolved: &std::path::Path) -> Option<u32> {
         .find(|pid| *pid != own)
 }
 
-/// What a real run holds once its preflight passed, until it ends: the
-/// lease directory, open (its descriptor holds the lease-directory lock);
-/// the state lock; `rch`; the state to plan with.
-struct Ready {
-    dir: LeaseDir,
-    _state_lock: lock::StateLock,
-    rch: PathBuf,
-    backoff: Backoff,
-}
-
-/// A real run, step by step.
+/// A real run, step by step: take the lease directory and the state (the
+/// checks every command makes have passed), check what the run will write
+/// and run, tidy up after an interrupted run, load the state; then scan,
+/// plan, recover, record, save and report.
 fn sweep(run: &Run) -> Result<ExitCode> {
-    let Ready {
-        dir,
-        _state_lock,
-        rch,
-        mut backoff,
-    } = preflight(run)?;
+    let dir = open_lease_dir(run)?;
+    // Both held until the run ends: the lease directory's lock by `dir`'s
+    // descriptor, the state lock by this guard.
+    let _state_lock = acquire_locks(run, &dir)?;
+    check_metrics_path(run)?;
+    let rch = find_rch(run)?;
+    clean_leftovers(run);
+    let mut backoff = state::load_for_run(&run.target.state_file, run.now_unix_ms)?;
+    signals::install().context("cannot install signal handlers")?;
     let (mut scan, scan_duration) = scan_leases(run, &dir)?;
     let policy = policy(run);
     backoff.prune(&scan.candidates, policy.now_unix_ms, policy.max_ms);
     let due = plan::due(&scan.candidates, &backoff, policy.now_unix_ms);
-    let mut settings = recover_settings(run, rch);
-    // Only a run with something to recover needs rch's daemon; the others
-    // neither ask rch nor touch a socket (and an empty run stays fast).
-    let mut daemon = if due.is_empty() {
-        None
-    } else {
-        check_daemon(run, &mut settings)
-    };
-    let attempts = match &daemon {
-        Some(report) if !report.up => kept_back(&scan.candidates, &due, report),
-        _ => dispatch::recover_due(
-            &scan.candidates,
-            due,
-            usize::from(run.args.max_recoveries),
-            &settings,
-        ),
-    };
-    if let Some(report) = daemon.as_mut().filter(|report| report.up)
-        && let Some(error) = lost_daemon(&attempts)
-    {
-        report.lose(error);
-    }
+    let (attempts, daemon) = recoveries(run, rch, &scan.candidates, due);
     let candidates = std::mem::take(&mut scan.candidates);
     let mut summary = summary(run, scan, scan_duration, Vec::new());
     summary.daemon = daemon;
@@ -336,34 +315,67 @@ fn sweep(run: &Run) -> Result<ExitCode> {
     Ok(summary.exit_code)
 }
 
-/// A real run's preflight past the checks every command makes: the lease
-/// directory opened and locked, the state lock, the metrics path, `rch`
-/// (found as `execvp` finds it; 78 when it is not), the leftovers of an
-/// interrupted run cleaned, the state loaded, the signal handlers in place.
-fn preflight(run: &Run) -> Result<Ready> {
-    let dir = open_lease_dir(run)?;
-    let state_lock = acquire_locks(run, &dir)?;
-    if let Some(path) = &run.args.metrics_file {
-        preflight::metrics(path).enforce()?;
+/// The metrics path a real run will replace, checked as `doctor` checks
+/// it: a failure ends the run (74), a warning is printed.
+fn check_metrics_path(run: &Run) -> Result<()> {
+    match &run.args.metrics_file {
+        Some(path) => preflight::metrics(path).enforce(),
+        None => Ok(()),
     }
-    let rch = preflight::rch(
+}
+
+/// `rch`, found as `execvp` finds it; 78 when it is nowhere this user may
+/// run it.
+fn find_rch(run: &Run) -> Result<PathBuf> {
+    preflight::rch(
         run.args.rch.as_deref(),
         std::env::var_os("PATH").as_deref(),
         std::env::var_os("HOME").as_deref(),
     )
-    .map_err(|finding| Fatal::error(finding.code, finding.message()))?;
+    .map_err(|finding| Fatal::error(finding.code, finding.message()))
+}
+
+/// The temporary files a killed run left beside the state file and the
+/// metrics file, removed (now that this run holds the locks).
+fn clean_leftovers(run: &Run) {
     persist::clean_leftovers(&run.target.state_file);
     if let Some(metrics) = &run.args.metrics_file {
         persist::clean_leftovers(metrics);
     }
-    let backoff = state::load_for_run(&run.target.state_file, run.now_unix_ms)?;
-    signals::install().context("cannot install signal handlers")?;
-    Ok(Ready {
-        dir,
-        _state_lock: state_lock,
-        rch,
-        backoff,
-    })
+}
+
+/// The recoveries of the `due` candidates, an attempt each (None for the
+/// others), and what was learnt of rch's daemon. Only a run with something
+/// to recover needs the daemon; the others neither ask rch nor touch a
+/// socket (and an empty run stays fast). While it does not answer, no
+/// recovery starts: each due candidate is kept back.
+fn recoveries(
+    run: &Run,
+    rch: PathBuf,
+    candidates: &[Candidate],
+    due: Vec<(usize, &Candidate)>,
+) -> (Vec<Option<recover::Attempt>>, Option<daemon::Report>) {
+    let mut settings = recover_settings(run, rch);
+    let mut daemon = if due.is_empty() {
+        None
+    } else {
+        check_daemon(run, &mut settings)
+    };
+    let attempts = match &daemon {
+        Some(report) if !report.up => kept_back(candidates, &due, report),
+        _ => dispatch::recover_due(
+            candidates,
+            due,
+            usize::from(run.args.max_recoveries),
+            &settings,
+        ),
+    };
+    if let Some(report) = daemon.as_mut().filter(|report| report.up)
+        && let Some(error) = lost_daemon(&attempts)
+    {
+        report.lose(error);
+    }
+    (attempts, daemon)
 }
 
 /// Which daemon `rch` will use (`--socket` / `RCH_SOCKET_PATH`, else what
