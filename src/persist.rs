@@ -1,9 +1,10 @@
 //! What a real run leaves behind once its recoveries are recorded: the
 //! state file, then the metrics file, and the honest last success between
 //! them. A run is recorded as a success only when it exits 0 with its state
-//! saved; should the metrics then fail, that is taken back, so no record
-//! says a run succeeded that did not. Also the cleanup of the temporary
-//! files an interrupted run left beside them.
+//! saved; should the metrics then fail, or a stop signal arrive while the
+//! records are written, that is taken back, so no record says a run
+//! succeeded that did not. Also the cleanup of the temporary files an
+//! interrupted run left beside them.
 
 use crate::exit::ExitCode;
 use crate::report::Summary;
@@ -13,11 +14,18 @@ use std::path::Path;
 use std::time::Instant;
 
 /// Saves `backoff` to `state_file` and writes the metrics file when one is
-/// named. A failure to write either is an I/O error of the run (74), added
-/// to `summary`, never fatal to what the other records. The run's duration
-/// is taken once, after the state is saved, for the metrics and the
-/// summary alike. A stop signal that arrives meanwhile still decides the
-/// exit (128+N) and makes the run no success, in both records.
+/// named, in that order. A failure to write either is an I/O error of the
+/// run (74), added to `summary`, never fatal to what the other records.
+/// The run's duration is taken once, after the state is saved, for the
+/// metrics and the summary alike.
+///
+/// A stop signal that arrives while the records are written still decides
+/// the exit (128+N) and makes the run no success (SPEC "JSON summary"), so
+/// the outcome is final only once the signals are held, after both writes.
+/// The state is saved once with the outcome as it stands before them; if
+/// the final one is no success while the state recorded one (a signal
+/// meanwhile, or metrics that could not be written), the records say so
+/// again: the metrics rewritten, the state's earlier success put back.
 pub fn save(
     state_file: &Path,
     metrics_file: Option<&Path>,
@@ -25,10 +33,35 @@ pub fn save(
     summary: &mut Summary,
     started: Instant,
 ) {
+    // What the records said before this run.
+    let earlier = backoff.last_success_unix_ms;
+    let reported =
+        metrics_file.and_then(|path| last_success_before(path, &summary.lease_dir, earlier));
+    // The outcome as it stands once the recoveries are recorded.
     note_late_signal(summary, signals::received());
-    let previous_success = backoff.last_success_unix_ms;
-    let reported_success = metrics_file
-        .and_then(|path| last_success_before(path, &summary.lease_dir, previous_success));
+    let recorded = save_state(state_file, backoff, summary);
+    summary.duration = started.elapsed();
+    note_late_signal(summary, signals::received());
+    if let Some(path) = metrics_file {
+        write_metrics(path, summary, reported, recorded);
+    }
+    // The outcome made final: past this point a signal stays pending until
+    // exit, so what the records say now is what the run was.
+    if note_late_signal(summary, signals::hold())
+        && let Some(path) = metrics_file
+    {
+        write_metrics(path, summary, reported, recorded);
+    }
+    if summary.exit_code != ExitCode::Success && recorded != earlier {
+        take_back_success(state_file, backoff, earlier);
+    }
+}
+
+/// Saves the state with this run's success, when it exits 0 as it stands;
+/// failing to is 74, added to `summary`. The last success the state file
+/// holds afterwards.
+fn save_state(state_file: &Path, backoff: &mut Backoff, summary: &mut Summary) -> Option<u64> {
+    let earlier = backoff.last_success_unix_ms;
     if summary.exit_code == ExitCode::Success {
         backoff.last_success_unix_ms = Some(now_unix_ms());
     }
@@ -39,29 +72,21 @@ pub fn save(
         );
         log::error(&message);
         summary.fail(ExitCode::Io, message);
-        backoff.last_success_unix_ms = previous_success;
+        backoff.last_success_unix_ms = earlier;
     }
-    summary.duration = started.elapsed();
-    note_late_signal(summary, signals::received());
-    let this_success = backoff.last_success_unix_ms;
-    if let Some(path) = metrics_file {
-        write_metrics(path, summary, reported_success, this_success);
-    }
-    // Past this point a signal stays pending until exit: what the records
-    // say now is what the run was.
-    if note_late_signal(summary, signals::hold())
-        && let Some(path) = metrics_file
-    {
-        write_metrics(path, summary, reported_success, this_success);
-    }
-    if summary.exit_code != ExitCode::Success && this_success != previous_success {
-        backoff.last_success_unix_ms = previous_success;
-        if let Err(error) = state::save(state_file, backoff) {
-            log::error(format!(
-                "cannot write state file {}: {error}",
-                state_file.display()
-            ));
-        }
+    backoff.last_success_unix_ms
+}
+
+/// Saves the state again with its `earlier` last success, for a run whose
+/// success it recorded and which, once final, is none. The run already
+/// exits non-zero, so a failure here is only said.
+fn take_back_success(state_file: &Path, backoff: &mut Backoff, earlier: Option<u64>) {
+    backoff.last_success_unix_ms = earlier;
+    if let Err(error) = state::save(state_file, backoff) {
+        log::error(format!(
+            "cannot write state file {}: {error}",
+            state_file.display()
+        ));
     }
 }
 
