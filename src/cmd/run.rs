@@ -230,20 +230,17 @@ fn dry_run(run: &Run) -> Result<ExitCode> {
     Ok(summary.exit_code)
 }
 
-/// Takes the lease directory's lock, then the state lock: busy is 75, any
-/// other failure 74. The state folder is created (0700) only once the lease
-/// directory is ours for this run; whether it was just made or was there,
-/// it is opened without following a link and checked on that descriptor,
-/// and the lock is opened through it, so a folder someone made or swapped
-/// in since the preflight is refused (74), never written into.
-fn acquire_locks(run: &Run, dir: &LeaseDir) -> Result<lock::StateLock> {
+/// Takes the sweep lock on the open lease directory (held by `dir`'s
+/// descriptor until the run ends): busy is 75, naming the holder's PID
+/// when `/proc/locks` tells; any other failure 74.
+fn take_sweep_lock(run: &Run, dir: &LeaseDir) -> Result<()> {
     let shown = run.target.lease_dir.display();
     sweep_lock::acquire(dir).map_err(|error| match error {
         SweepLockError::Busy => Fatal::error(
             ExitCode::TempFail,
             format!(
                 "another rch-sweep{} is sweeping the lease directory {shown} (perhaps through another path or with another state file); try again when it is done",
-                lease_dir_holder(&run.target.lease_dir.resolved)
+                sweep_lock_holder(&run.target.lease_dir.resolved)
                     .map(|pid| format!(" (pid {pid})"))
                     .unwrap_or_default()
             ),
@@ -252,7 +249,28 @@ fn acquire_locks(run: &Run, dir: &LeaseDir) -> Result<lock::StateLock> {
             ExitCode::Io,
             format!("cannot lock the lease directory {shown}: {error}"),
         ),
-    })?;
+    })
+}
+
+/// Who holds the sweep lock, as `/proc/locks` shows it (no file in rch's
+/// directory holds a PID to read): None when it cannot tell.
+fn sweep_lock_holder(resolved: &std::path::Path) -> Option<u32> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(resolved).ok()?;
+    let own = std::process::id();
+    proc_locks::holders(meta.dev(), meta.ino())
+        .ok()?
+        .into_iter()
+        .find(|pid| *pid != own)
+}
+
+/// Creates the state folder (0700) when it is missing, only once the lease
+/// directory is ours for this run; a folder that cannot be made, or is
+/// found untrusted, is 74. Made or found, the state lock and every write
+/// then open it without following a link and check it on that descriptor,
+/// so a folder someone made or swapped in since the preflight is refused
+/// (74), never written into.
+fn make_state_folder(run: &Run) -> Result<()> {
     let state_dir = fsio::parent_dir(&run.target.state_file);
     state::folder::ensure_private(state_dir).map_err(|error| {
         let message = if state::folder::is_untrusted(&error) {
@@ -264,31 +282,20 @@ fn acquire_locks(run: &Run, dir: &LeaseDir) -> Result<lock::StateLock> {
             )
         };
         Fatal::error(ExitCode::Io, message)
-    })?;
-    lock::acquire_for(&run.target.state_file)
+    })
 }
 
-/// Who holds the lease directory's lock, as `/proc/locks` shows it (no file
-/// in rch's directory holds a PID to read): None when it cannot tell.
-fn lease_dir_holder(resolved: &std::path::Path) -> Option<u32> {
-    use std::os::unix::fs::MetadataExt;
-    let meta = std::fs::metadata(resolved).ok()?;
-    let own = std::process::id();
-    proc_locks::holders(meta.dev(), meta.ino())
-        .ok()?
-        .into_iter()
-        .find(|pid| *pid != own)
-}
-
-/// A real run, step by step: take the lease directory and the state (the
-/// checks every command makes have passed), check what the run will write
-/// and run, tidy up after an interrupted run, load the state; then scan,
-/// plan, recover, record, save and report.
+/// A real run, step by step, once the checks every command makes have
+/// passed: open the lease directory and take its sweep lock, make the
+/// state folder and take the state lock (busy is 75), check what the run
+/// will write and run, tidy up after an interrupted run, load the state;
+/// then scan, plan, recover, record, save and report.
 fn sweep(run: &Run) -> Result<ExitCode> {
     let dir = open_lease_dir(run)?;
-    // Both held until the run ends: the lease directory's lock by `dir`'s
-    // descriptor, the state lock by this guard.
-    let _state_lock = acquire_locks(run, &dir)?;
+    take_sweep_lock(run, &dir)?;
+    make_state_folder(run)?;
+    // Held, like the sweep lock, until the run ends.
+    let _state_lock = lock::acquire_for(&run.target.state_file)?;
     check_metrics_path(run)?;
     let rch = find_rch(run)?;
     clean_leftovers(run);
