@@ -46,9 +46,3 @@ pub mod signals;
 pub mod stat;
 pub mod state;
 pub mod verdict;
-
-/// The state lock under its name from before it moved into [`state`]:
-/// `tests/explain.rs` reaches `lock_path` as `rch_sweep::lock::lock_path`.
-/// Within the crate it is [`state::lock`].
-#[doc(hidden)]
-pub use state::lock;

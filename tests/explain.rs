@@ -414,7 +414,7 @@ fn explain_works_while_a_sweep_holds_the_lock_and_changes_nothing() {
         .parent()
         .expect("folder")
         .to_owned();
-    let lock_path = rch_sweep::lock::lock_path(&mixed.world.state_file());
+    let lock_path = rch_sweep::state::lock::lock_path(&mixed.world.state_file());
     let lock = std::fs::File::create(&lock_path).expect("lock file");
     // SAFETY: a valid open descriptor.
     assert_eq!(

@@ -24,7 +24,7 @@ use crate::scan::{self, Scan, ScanOptions};
 use crate::state::backoff::now_unix_ms;
 use crate::state::lock;
 use crate::verdict::Candidate;
-use crate::{daemon, dispatch, fsio, log, persist, proc_locks, recover, signals, state};
+use crate::{daemon, dispatch, fsio, log, persist, recover, signals, state};
 use anyhow::{Context, Result};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -240,7 +240,7 @@ fn take_sweep_lock(run: &Run, dir: &LeaseDir) -> Result<()> {
             ExitCode::TempFail,
             format!(
                 "another rch-sweep{} is sweeping the lease directory {shown} (perhaps through another path or with another state file); try again when it is done",
-                sweep_lock_holder(&run.target.lease_dir.resolved)
+                sweep_lock::holder(&run.target.lease_dir.resolved)
                     .map(|pid| format!(" (pid {pid})"))
                     .unwrap_or_default()
             ),
@@ -250,18 +250,6 @@ fn take_sweep_lock(run: &Run, dir: &LeaseDir) -> Result<()> {
             format!("cannot lock the lease directory {shown}: {error}"),
         ),
     })
-}
-
-/// Who holds the sweep lock, as `/proc/locks` shows it (no file in rch's
-/// directory holds a PID to read): None when it cannot tell.
-fn sweep_lock_holder(resolved: &std::path::Path) -> Option<u32> {
-    use std::os::unix::fs::MetadataExt;
-    let meta = std::fs::metadata(resolved).ok()?;
-    let own = std::process::id();
-    proc_locks::holders(meta.dev(), meta.ino())
-        .ok()?
-        .into_iter()
-        .find(|pid| *pid != own)
 }
 
 /// Creates the state folder (0700) when it is missing, only once the lease

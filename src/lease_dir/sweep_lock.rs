@@ -10,8 +10,11 @@
 //! read.
 
 use super::LeaseDir;
+use crate::proc_locks;
 use std::io;
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
 
 /// Why the lease directory could not be locked.
 #[derive(Debug)]
@@ -35,6 +38,18 @@ pub fn acquire(dir: &LeaseDir) -> Result<(), SweepLockError> {
     } else {
         Err(SweepLockError::Io(error))
     }
+}
+
+/// Who holds the sweep lock on the lease directory at `resolved`, other
+/// than this process, as `/proc/locks` shows it: for the message of a run
+/// that finds it held. None when it cannot tell.
+pub fn holder(resolved: &Path) -> Option<u32> {
+    let meta = std::fs::metadata(resolved).ok()?;
+    let own = std::process::id();
+    proc_locks::holders(meta.dev(), meta.ino())
+        .ok()?
+        .into_iter()
+        .find(|pid| *pid != own)
 }
 
 #[cfg(test)]
