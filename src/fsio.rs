@@ -14,10 +14,10 @@
 //! the lock, can recognise and remove the ones a SIGKILLed run could not.
 
 use crate::stat::FileKind;
-use std::ffi::{CString, OsStr, OsString};
+use std::ffi::{CStr, CString, OsStr, OsString};
 use std::fs::{File, Permissions};
 use std::io::{self, Write};
-use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -197,27 +197,11 @@ impl Folder {
 
     /// What stands at `name` in the folder, seen without following a link.
     pub fn existing(&self, name: &OsStr) -> io::Result<Existing> {
-        let c_name = c_name(name)?;
-        let mut stat = std::mem::MaybeUninit::<libc::stat>::uninit();
-        // SAFETY: the fd and name are valid; `stat` is only read when the
-        // call succeeded and so filled it.
-        let rc = unsafe {
-            libc::fstatat(
-                self.dir.as_raw_fd(),
-                c_name.as_ptr(),
-                stat.as_mut_ptr(),
-                libc::AT_SYMLINK_NOFOLLOW,
-            )
+        let stat = match stat_at_nofollow(self.dir.as_fd(), &c_name(name)?) {
+            Ok(stat) => stat,
+            Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(Existing::Missing),
+            Err(error) => return Err(error),
         };
-        if rc != 0 {
-            let error = io::Error::last_os_error();
-            if error.kind() == io::ErrorKind::NotFound {
-                return Ok(Existing::Missing);
-            }
-            return Err(error);
-        }
-        // SAFETY: fstatat returned 0, so it filled `stat`.
-        let stat = unsafe { stat.assume_init() };
         let id = FileId {
             dev: stat.st_dev,
             ino: stat.st_ino,
@@ -340,6 +324,30 @@ impl Folder {
 pub fn file_name(path: &Path) -> io::Result<&OsStr> {
     path.file_name()
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no file name"))
+}
+
+/// `fstatat(dir, name, AT_SYMLINK_NOFOLLOW)`: what stands at `name` in an
+/// open folder, a link seen as a link, never followed. The one place a
+/// folder's entries are looked at by descriptor (the state folder, the
+/// lease directory).
+pub fn stat_at_nofollow(dir: BorrowedFd<'_>, name: &CStr) -> io::Result<libc::stat> {
+    let mut stat = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: the descriptor is open for the borrow and the name is a valid
+    // NUL-terminated string; `stat` is only read when the call succeeded
+    // and so filled it.
+    let rc = unsafe {
+        libc::fstatat(
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            stat.as_mut_ptr(),
+            libc::AT_SYMLINK_NOFOLLOW,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fstatat returned 0, so it filled `stat`.
+    Ok(unsafe { stat.assume_init() })
 }
 
 fn c_name(name: &OsStr) -> io::Result<CString> {

@@ -46,19 +46,8 @@ pub fn cloexec_inherited() {
         return;
     }
     #[cfg(target_os = "linux")]
-    {
-        // SAFETY: close_range takes plain integers; on failure it changes nothing.
-        let rc = unsafe {
-            libc::syscall(
-                libc::SYS_close_range,
-                3 as libc::c_uint,
-                libc::c_uint::MAX,
-                libc::CLOSE_RANGE_CLOEXEC,
-            )
-        };
-        if rc == 0 {
-            return;
-        }
+    if close_range_cloexec() {
+        return;
     }
     let mut limit = libc::rlimit {
         rlim_cur: 0,
@@ -91,6 +80,24 @@ fn open_file_limit() -> libc::c_int {
     libc::c_int::try_from(limit.rlim_cur).unwrap_or(libc::c_int::MAX)
 }
 
+/// `close_range(3, ~0, CLOSE_RANGE_CLOEXEC)`: every descriptor above 2
+/// marked close-on-exec in one call; false where the kernel (before 5.11)
+/// or a seccomp filter refuses it. A plain syscall, so also for the forked
+/// child.
+#[cfg(target_os = "linux")]
+fn close_range_cloexec() -> bool {
+    // SAFETY: close_range takes plain integers; on failure it changes nothing.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            3 as libc::c_uint,
+            libc::c_uint::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        )
+    };
+    rc == 0
+}
+
 /// Marks every descriptor but 0, 1 and 2 close-on-exec, in the forked child.
 /// rch-sweep may itself have inherited descriptors (from cron, a CI runner,
 /// a shell) that `rch` and its ssh helpers must not see. Close-on-exec
@@ -102,16 +109,7 @@ fn open_file_limit() -> libc::c_int {
 /// Only for a `pre_exec` closure: it makes raw syscalls and nothing else.
 #[cfg(target_os = "linux")]
 unsafe fn cloexec_above_stdio(fd_limit: libc::c_int) {
-    // SAFETY: close_range takes plain integers; on failure it changes nothing.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_close_range,
-            3 as libc::c_uint,
-            libc::c_uint::MAX,
-            libc::CLOSE_RANGE_CLOEXEC,
-        )
-    };
-    if rc == 0 {
+    if close_range_cloexec() {
         return;
     }
     for fd in 3..fd_limit {

@@ -11,12 +11,13 @@
 //! reached only by its descriptor, so a name can never select a path
 //! outside it.
 
+use crate::fsio;
 use crate::lease::{DurableJobLease, MAX_JOURNAL_BYTES, ReadFailure, is_wrapper_id, read_lease};
 use crate::stat::{FileKind, FileStat};
 use std::ffi::CString;
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::Path;
 
@@ -143,22 +144,7 @@ impl LeaseDir {
 
     /// `fstatat(.., AT_SYMLINK_NOFOLLOW)` of an entry: never follows a link.
     fn stat_at(&self, c_name: &CString) -> io::Result<libc::stat> {
-        let mut stat = std::mem::MaybeUninit::<libc::stat>::uninit();
-        // SAFETY: the fd and name are valid; `stat` is written by fstatat
-        // before it is read, and only read when the call succeeded.
-        let rc = unsafe {
-            libc::fstatat(
-                self.dir.as_raw_fd(),
-                c_name.as_ptr(),
-                stat.as_mut_ptr(),
-                libc::AT_SYMLINK_NOFOLLOW,
-            )
-        };
-        if rc != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: fstatat returned 0, so it filled `stat`.
-        Ok(unsafe { stat.assume_init() })
+        fsio::stat_at_nofollow(self.dir.as_fd(), c_name)
     }
 }
 
