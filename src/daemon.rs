@@ -412,6 +412,10 @@ pub fn ask_rch(
     let report = child::run_capturing(&spec, Capture::Stdout, STATUS_DEADLINE, stop)
         .map_err(|error| format!("could not be started: {}", error.source))?;
     match report.ending {
+        Ending::Exited(status) if status.success() && report.tail_overflowed => Err(format!(
+            "printed more than {} KiB, more than rch's answer takes",
+            child::ANSWER_BYTES / 1024
+        )),
         Ending::Exited(status) if status.success() => parse_status(&report.tail),
         Ending::Exited(status) => Err(format!("failed: {status}")),
         Ending::TimedOut => Err(format!(

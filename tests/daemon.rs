@@ -819,3 +819,49 @@ fn an_rch_that_cannot_name_its_socket_leaves_the_run_as_it_was() {
         );
     }
 }
+
+/// SPEC: rch's `daemon status` answer is read up to 64 KiB. One of 20 KiB
+/// (other keys before `socket_path`, as a newer rch may print) is read
+/// whole: the run checks and pins the socket it names. One over 64 KiB is
+/// no answer: the run goes on as before, nothing pinned.
+#[test]
+fn an_answer_of_rch_up_to_64_kib_is_read_whole() {
+    for (pad, read) in [(20 * 1024, true), (70 * 1024, false)] {
+        let world = World::new();
+        let socket = runtime_dir(&world).join("rch.sock");
+        let _daemon = FakeDaemon::start(&socket, Reply::Healthy);
+        let seen = world.path("seen");
+        let first = format!(
+            "if [ \"$*\" = '--json --format json daemon status' ]; then \
+             printf '{{\"success\": true, \"data\": {{\"notes\": \"%s\", \"running\": true, \"socket_path\": \"%s\"}}}}\\n' \
+             \"$(head -c {pad} /dev/zero | tr '\\0' x)\" '{}'; exit 0; fi",
+            socket.display()
+        );
+        let recover = format!(
+            "printf 'socket=%s\\n' \"$RCH_SOCKET_PATH\" > '{}'\nexit 1",
+            seen.display()
+        );
+        let rch = world.fake_rch_with(
+            "rch",
+            &FakeRch {
+                first: &first,
+                recover: &recover,
+                ..FakeRch::default()
+            },
+        );
+        world.add(&Journal::stale("w1", 2 * HOUR_MS));
+        let (code, document, stderr) = run_json(sweep(&world, &["--rch", utf8(&rch)]));
+        assert_eq!(code, 1, "{pad}: {document}\n{stderr}");
+        if read {
+            assert_eq!(
+                document["daemon"],
+                json!({"socket": utf8(&socket), "chosen_by": "rch", "up": true}),
+                "{document}"
+            );
+            assert_eq!(lines(&seen), [format!("socket={}", socket.display())]);
+        } else {
+            assert!(document.get("daemon").is_none(), "{document}");
+            assert_eq!(lines(&seen), ["socket="], "a socket was pinned");
+        }
+    }
+}

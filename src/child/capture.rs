@@ -1,10 +1,11 @@
 //! The child's output: each captured pipe drained on a thread of its own,
 //! continuously (so the child never blocks on a full pipe), into a bounded
-//! ring of [`TAIL_BYTES`], with each pipe's EOF sent to the waiting side.
+//! ring ([`TAIL_BYTES`], or [`ANSWER_BYTES`] for a probe's answer on
+//! stdout), with each pipe's EOF sent to the waiting side.
 //! A drain thread can be told to give up, so a pipe held open by a process
 //! that escaped the group kill never keeps it from being joined.
 
-use super::{Capture, TAIL_BYTES};
+use super::{ANSWER_BYTES, Capture, TAIL_BYTES};
 use std::fs::File;
 use std::io::{self, Read};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
@@ -20,6 +21,15 @@ const DRAIN_POLL_MS: libc::c_int = 100;
 
 /// Size of the stack buffer stderr is read into.
 const CHUNK_BYTES: usize = 64 * 1024;
+
+/// How much of the first pipe the report keeps: all of a probe's answer up
+/// to [`ANSWER_BYTES`], the last [`TAIL_BYTES`] of diagnostics.
+pub(super) fn first_capacity(capture: Capture) -> usize {
+    match capture {
+        Capture::Stdout => ANSWER_BYTES,
+        Capture::Stderr | Capture::StdoutAndStderr => TAIL_BYTES,
+    }
+}
 
 /// The pipes `capture` names, taken from the child: the one drained into
 /// the report's tail, and stderr as the second with
@@ -55,25 +65,25 @@ impl<'scope> Drains<'scope> {
     /// started ends at `abandon`.
     pub(super) fn start<'env>(
         scope: &'scope Scope<'scope, 'env>,
-        first: File,
+        (first, first_capacity): (File, usize),
         second: Option<File>,
         abandon: &'scope AtomicBool,
     ) -> io::Result<Drains<'scope>> {
         let (done_tx, done) = mpsc::channel::<()>();
         let open = 1 + usize::from(second.is_some());
-        let spawn = |source: File| {
+        let spawn = |source: File, capacity: usize| {
             let done = done_tx.clone();
             thread::Builder::new()
                 .name("child-stderr".to_owned())
                 .spawn_scoped(scope, move || {
-                    let tail = drain(source, abandon);
+                    let tail = drain(source, abandon, capacity);
                     // The receiver may be gone only if the waiting side panicked.
                     let _ = done.send(());
                     tail
                 })
         };
-        let first = spawn(first)?;
-        let second = second.map(spawn).transpose()?;
+        let first = spawn(first, first_capacity)?;
+        let second = second.map(|second| spawn(second, TAIL_BYTES)).transpose()?;
         // Only the drain threads keep the channel open once `done_tx` is
         // dropped here: once both are gone, a disconnect means every pipe
         // is done.
@@ -109,18 +119,26 @@ impl<'scope> Drains<'scope> {
     }
 
     /// Tells every drain thread to give up and joins them: the tail of the
-    /// first pipe, and of the second (empty when there is none). A panic in
-    /// a drain thread would be a bug of ours; losing the tail is better than
-    /// taking the sweeper down with it.
-    pub(super) fn finish(self) -> (Vec<u8>, Vec<u8>) {
+    /// first pipe and whether it carried more than the tail kept, and the
+    /// tail of the second (empty when there is none). A panic in a drain
+    /// thread would be a bug of ours; losing the tail is better than taking
+    /// the sweeper down with it.
+    pub(super) fn finish(self) -> (Vec<u8>, bool, Vec<u8>) {
         self.abandon.store(true, Ordering::Release);
-        let tail = self.first.join().map(Tail::into_vec).unwrap_or_default();
+        let (tail, overflowed) = self
+            .first
+            .join()
+            .map(|tail| {
+                let overflowed = tail.overflowed;
+                (tail.into_vec(), overflowed)
+            })
+            .unwrap_or_default();
         let second = self
             .second
             .and_then(|handle| handle.join().ok())
             .map(Tail::into_vec)
             .unwrap_or_default();
-        (tail, second)
+        (tail, overflowed, second)
     }
 }
 
@@ -129,8 +147,8 @@ impl<'scope> Drains<'scope> {
 /// It polls rather than blocks on `read` so that it can be told to give up: a
 /// process that escaped the group kill (e.g. via `setsid`) may hold the pipe's
 /// write end forever, and the thread must still be joinable.
-fn drain<R: Read + AsFd>(mut source: R, abandon: &AtomicBool) -> Tail {
-    let mut tail = Tail::new();
+fn drain<R: Read + AsFd>(mut source: R, abandon: &AtomicBool, capacity: usize) -> Tail {
+    let mut tail = Tail::with_capacity(capacity);
     let mut chunk = [0u8; CHUNK_BYTES];
     let fd = source.as_fd().as_raw_fd();
     while !abandon.load(Ordering::Acquire) {
@@ -169,37 +187,52 @@ fn drain<R: Read + AsFd>(mut source: R, abandon: &AtomicBool) -> Tail {
     tail
 }
 
-/// A ring holding the last [`TAIL_BYTES`] bytes pushed. Its buffer is allocated
-/// once and never grows, however much is pushed.
+/// A ring holding the last `capacity` bytes pushed ([`TAIL_BYTES`] for
+/// diagnostics). Its buffer is allocated once and never grows, however
+/// much is pushed.
 struct Tail {
     buf: Vec<u8>,
     /// Index of the oldest byte once `buf` is full; 0 until then.
     start: usize,
+    capacity: usize,
+    /// More was pushed than the ring keeps: its start is lost.
+    overflowed: bool,
 }
 
 impl Tail {
+    #[cfg(test)]
     fn new() -> Self {
+        Tail::with_capacity(TAIL_BYTES)
+    }
+
+    fn with_capacity(capacity: usize) -> Self {
         Tail {
-            buf: Vec::with_capacity(TAIL_BYTES),
+            buf: Vec::with_capacity(capacity),
             start: 0,
+            capacity,
+            overflowed: false,
         }
     }
 
     fn push(&mut self, mut data: &[u8]) {
-        if data.len() >= TAIL_BYTES {
-            // Only the last TAIL_BYTES of `data` survive anyway.
+        let capacity = self.capacity;
+        if self.buf.len() + data.len() > capacity {
+            self.overflowed = true;
+        }
+        if data.len() >= capacity {
+            // Only the last `capacity` bytes of `data` survive anyway.
             self.buf.clear();
-            self.buf.extend_from_slice(&data[data.len() - TAIL_BYTES..]);
+            self.buf.extend_from_slice(&data[data.len() - capacity..]);
             self.start = 0;
             return;
         }
-        let fill = (TAIL_BYTES - self.buf.len()).min(data.len());
+        let fill = (capacity - self.buf.len()).min(data.len());
         self.buf.extend_from_slice(&data[..fill]);
         data = &data[fill..];
         while !data.is_empty() {
-            let n = (TAIL_BYTES - self.start).min(data.len());
+            let n = (capacity - self.start).min(data.len());
             self.buf[self.start..self.start + n].copy_from_slice(&data[..n]);
-            self.start = (self.start + n) % TAIL_BYTES;
+            self.start = (self.start + n) % capacity;
             data = &data[n..];
         }
     }
@@ -235,8 +268,11 @@ mod tests {
             let copy = Tail {
                 buf: tail.buf.clone(),
                 start: tail.start,
+                capacity: TAIL_BYTES,
+                overflowed: tail.overflowed,
             };
             assert_eq!(copy.into_vec(), expected, "after a push of {size}");
+            assert_eq!(tail.overflowed, all.len() > TAIL_BYTES, "after {size}");
         }
         assert_eq!(tail.into_vec().capacity(), TAIL_BYTES);
         let mut short = Tail::new();

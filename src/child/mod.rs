@@ -44,6 +44,11 @@ use wait::ExitWatch;
 /// How much of the end of stderr is kept for the report.
 pub const TAIL_BYTES: usize = 16 * 1024;
 
+/// How much of a probe's answer on stdout is kept ([`Capture::Stdout`]):
+/// all of it up to this size (SPEC: rch's `daemon status` answer, at most
+/// 64 KiB); [`ChildReport::tail_overflowed`] says when there was more.
+pub const ANSWER_BYTES: usize = 64 * 1024;
+
 /// How long to wait for the direct child to be reaped after SIGKILL. A process
 /// stuck in uninterruptible sleep may outlast it; we report that rather than
 /// hang.
@@ -90,6 +95,9 @@ pub struct ChildReport {
     /// The last `<= TAIL_BYTES` bytes of the captured output (stderr, or
     /// stdout for a probe), in order.
     pub tail: Vec<u8>,
+    /// The captured output was longer than `tail` keeps, so its start is
+    /// lost: a probe's answer is then no answer.
+    pub tail_overflowed: bool,
     /// With [`Capture::StdoutAndStderr`], the last `<= TAIL_BYTES` bytes of
     /// stderr; empty otherwise.
     pub stderr_tail: Vec<u8>,
@@ -243,7 +251,12 @@ pub fn run_capturing(
     };
     let abandon = AtomicBool::new(false);
     thread::scope(|scope| {
-        let mut drains = match Drains::start(scope, first, second, &abandon) {
+        let mut drains = match Drains::start(
+            scope,
+            (first, capture::first_capacity(capture)),
+            second,
+            &abandon,
+        ) {
             Ok(drains) => drains,
             Err(error) => {
                 // Each pipe was moved into a thread that either failed to
@@ -269,11 +282,12 @@ pub fn run_capturing(
         let ending = wait_for_end(&exit, &mut drains, start, deadline, stop);
         let (ending, reap_confirmed) = settle(&mut child, &exit, &mut drains, ending);
         guard.armed = false;
-        let (tail, stderr_tail) = drains.finish();
+        let (tail, tail_overflowed, stderr_tail) = drains.finish();
         Ok(ChildReport {
             pid,
             ending,
             tail,
+            tail_overflowed,
             stderr_tail,
             elapsed: start.elapsed(),
             deadline,
@@ -681,6 +695,35 @@ mod tests {
     }
 
     #[test]
+    fn a_probe_answer_is_kept_whole_up_to_64_kib_and_longer_is_said() {
+        let run_awk = |bytes: usize| {
+            let args = sh(&format!(
+                "awk 'BEGIN {{ printf \"{{\"; for (i = 2; i < {bytes}; i++) printf \"x\"; printf \"}}\" }}'"
+            ));
+            let spec = ChildSpec {
+                program: Path::new("/bin/sh"),
+                args: &args,
+                env: &[],
+            };
+            run_capturing(&spec, Capture::Stdout, Duration::from_secs(10), &|| false)
+                .expect("/bin/sh spawns")
+        };
+        // More than the 16 KiB a diagnostic tail keeps: whole, first byte too.
+        let report = run_awk(20 * 1024);
+        assert_eq!(report.tail.len(), 20 * 1024);
+        assert_eq!(report.tail.first(), Some(&b'{'));
+        assert!(!report.tail_overflowed);
+        let report = run_awk(ANSWER_BYTES);
+        assert_eq!(
+            (report.tail.len(), report.tail_overflowed),
+            (ANSWER_BYTES, false)
+        );
+        let report = run_awk(ANSWER_BYTES + 1);
+        assert!(report.tail_overflowed);
+        assert_eq!(report.tail.len(), ANSWER_BYTES);
+    }
+
+    #[test]
     fn a_probe_may_keep_both_outputs_apart() {
         // Stderr written after stdout closed, and much of it: both pipes are
         // drained to EOF before the report is made.
@@ -730,6 +773,7 @@ mod tests {
             pid: 1,
             ending: Ending::TimedOut,
             tail: Vec::new(),
+            tail_overflowed: false,
             stderr_tail: Vec::new(),
             elapsed: Duration::ZERO,
             deadline: Duration::from_millis(1500),
