@@ -772,6 +772,29 @@ fn doctor_reports_the_daemon_as_a_run_would_meet_it() {
     );
 }
 
+/// A fake `rch` whose `daemon status` runs the shell command `answer` (an
+/// older rch, without the command, when it is empty) and whose recovery
+/// writes the `RCH_SOCKET_PATH` it was given to `seen`, then fails.
+fn answering_rch(world: &World, answer: &str, seen: &Path) -> PathBuf {
+    let first = if answer.is_empty() {
+        String::new()
+    } else {
+        format!("if [ \"$*\" = '--json --format json daemon status' ]; then {answer}; exit 0; fi")
+    };
+    let recover = format!(
+        "printf 'socket=%s\\n' \"$RCH_SOCKET_PATH\" > '{}'\necho 'worker w1 unreachable' >&2\nexit 1",
+        seen.display()
+    );
+    world.fake_rch_with(
+        "rch",
+        &FakeRch {
+            first: &first,
+            recover: &recover,
+            ..FakeRch::default()
+        },
+    )
+}
+
 #[test]
 fn an_rch_that_cannot_name_its_socket_leaves_the_run_as_it_was() {
     // An older rch (no such command), one printing something else, one
@@ -787,25 +810,7 @@ fn an_rch_that_cannot_name_its_socket_leaves_the_run_as_it_was() {
     ] {
         let world = World::new();
         let seen = world.path("seen");
-        let first = if answer.is_empty() {
-            String::new()
-        } else {
-            format!(
-                "if [ \"$*\" = '--json --format json daemon status' ]; then {answer}; exit 0; fi"
-            )
-        };
-        let recover = format!(
-            "printf 'socket=%s\\n' \"$RCH_SOCKET_PATH\" > '{}'\necho 'worker w1 unreachable' >&2\nexit 1",
-            seen.display()
-        );
-        let rch = world.fake_rch_with(
-            "rch",
-            &FakeRch {
-                first: &first,
-                recover: &recover,
-                ..FakeRch::default()
-            },
-        );
+        let rch = answering_rch(&world, answer, &seen);
         let journal = Journal::stale("w1", 2 * HOUR_MS);
         world.add(&journal);
         let (code, document, stderr) = run_json(sweep(&world, &["--rch", utf8(&rch)]));
@@ -831,24 +836,12 @@ fn an_answer_of_rch_up_to_64_kib_is_read_whole() {
         let socket = runtime_dir(&world).join("rch.sock");
         let _daemon = FakeDaemon::start(&socket, Reply::Healthy);
         let seen = world.path("seen");
-        let first = format!(
-            "if [ \"$*\" = '--json --format json daemon status' ]; then \
-             printf '{{\"success\": true, \"data\": {{\"notes\": \"%s\", \"running\": true, \"socket_path\": \"%s\"}}}}\\n' \
-             \"$(head -c {pad} /dev/zero | tr '\\0' x)\" '{}'; exit 0; fi",
+        let answer = format!(
+            "printf '{{\"success\": true, \"data\": {{\"notes\": \"%s\", \"running\": true, \"socket_path\": \"%s\"}}}}\\n' \
+             \"$(head -c {pad} /dev/zero | tr '\\0' x)\" '{}'",
             socket.display()
         );
-        let recover = format!(
-            "printf 'socket=%s\\n' \"$RCH_SOCKET_PATH\" > '{}'\nexit 1",
-            seen.display()
-        );
-        let rch = world.fake_rch_with(
-            "rch",
-            &FakeRch {
-                first: &first,
-                recover: &recover,
-                ..FakeRch::default()
-            },
-        );
+        let rch = answering_rch(&world, &answer, &seen);
         world.add(&Journal::stale("w1", 2 * HOUR_MS));
         let (code, document, stderr) = run_json(sweep(&world, &["--rch", utf8(&rch)]));
         assert_eq!(code, 1, "{pad}: {document}\n{stderr}");
