@@ -100,26 +100,6 @@ fn wrapped(prefix: &[&str], inner: &Command) -> Command {
     outer
 }
 
-/// Needs root (another user, a PID namespace); says so when it cannot run.
-fn root_or_skip(test: &str) -> bool {
-    if !is_root() {
-        eprintln!("{test}: skipped: needs root (CI runs as root)");
-    }
-    is_root()
-}
-
-fn tool_or_skip(path: &str, package: &str) -> bool {
-    if Path::new(path).exists() {
-        return true;
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "{path} is missing; .ci/run installs {package}"
-    );
-    eprintln!("skipped: {path} is not installed (apt-get install {package})");
-    false
-}
-
 // ------------------------------------------------------------------ 1. shim
 
 #[test]

@@ -129,15 +129,10 @@ const GATED: u64 = 1024 * 1024;
 
 #[test]
 fn at_most_two_journals_over_1_mib_are_parsed_at_once_whatever_the_threads() {
-    let strace = std::path::Path::new("/usr/bin/strace");
-    if !strace.exists() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "strace is missing; .ci/run installs it"
-        );
-        eprintln!("skipped: strace is not installed (apt-get install strace)");
+    if !tool_or_skip("/usr/bin/strace", "strace") {
         return;
     }
+    let strace = std::path::Path::new("/usr/bin/strace");
     // Eight journals of one 3 MiB string each (the string a parse must
     // hold whole), and eight scan threads: one each.
     let world = World::new();

@@ -16,14 +16,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Needs root to chown and drop privileges; says so when it cannot run.
-fn root_or_skip(test: &str) -> bool {
-    if !is_root() {
-        eprintln!("{test}: skipped: needs root to act as another user (CI runs as root)");
-    }
-    is_root()
-}
-
 fn utf8(path: &Path) -> &str {
     path.to_str().expect("utf8 path")
 }
@@ -384,13 +376,7 @@ fn children_already_running_finish_when_a_later_start_fails() {
 
 #[test]
 fn no_inherited_descriptor_leaks_without_close_range_or_under_a_lowered_limit() {
-    let strace = Path::new("/usr/bin/strace");
-    if !strace.exists() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "strace is missing; .ci/run installs it"
-        );
-        eprintln!("skipped: strace is not installed (apt-get install strace)");
+    if !tool_or_skip("/usr/bin/strace", "strace") {
         return;
     }
     let world = World::new();
@@ -490,15 +476,10 @@ fn run_swapped_after_preflight(
     rch: &Path,
     swap: impl FnOnce(),
 ) -> Option<std::process::Output> {
-    let strace = Path::new("/usr/bin/strace");
-    if !strace.exists() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "strace is missing; .ci/run installs it"
-        );
-        eprintln!("skipped: strace is not installed (apt-get install strace)");
+    if !tool_or_skip("/usr/bin/strace", "strace") {
         return None;
     }
+    let strace = Path::new("/usr/bin/strace");
     let mut child = Command::new(strace)
         .args(["-qq", "-o", "/dev/null", "-e", "trace=flock"])
         .args(["-e", "inject=flock:signal=SIGSTOP:when=1", BIN, "--json"])
@@ -540,7 +521,7 @@ fn a_state_folder_swapped_in_after_the_preflight_is_refused_and_never_written_in
     let world = World::new();
     world.add(&Journal::stale("hz4", 2 * HOUR_MS));
     let marker = world.path("started");
-    let rch = world.script("rch", &format!("touch '{}'", marker.display()));
+    let rch = world.fake_rch("rch", &format!("touch '{}'", marker.display()));
     // A shared sticky folder, as /tmp/rch is, where the state folder does
     // not exist yet: the preflight finds nothing there to refuse.
     let shared = world.path("shared");
@@ -590,7 +571,7 @@ fn a_state_folder_that_is_a_link_is_refused_by_run_forget_and_doctor_alike() {
     let world = World::new();
     world.add(&Journal::stale("hz4", 2 * HOUR_MS));
     let marker = world.path("started");
-    let rch = world.script("rch", &format!("touch '{}'", marker.display()));
+    let rch = world.fake_rch("rch", &format!("touch '{}'", marker.display()));
     let real = world.path("real");
     fs::create_dir(&real).expect("mkdir");
     fs::set_permissions(&real, fs::Permissions::from_mode(0o700)).expect("chmod");

@@ -874,3 +874,26 @@ pub fn assert_error_document(output: &Output, code: i32, words: &str) {
     let error = document["error"].as_str().expect("error string");
     assert!(error.contains(words), "{error:?} lacks {words:?}");
 }
+
+/// Needs root (another user, a PID namespace, a mount); says so when it
+/// cannot run. CI runs as root, so there it always runs.
+pub fn root_or_skip(test: &str) -> bool {
+    if !is_root() {
+        eprintln!("{test}: skipped: needs root (CI runs as root)");
+    }
+    is_root()
+}
+
+/// Whether the tool at `path` is installed: outside CI a test without it
+/// says it skipped; under CI (which installs `package`) its absence fails.
+pub fn tool_or_skip(path: &str, package: &str) -> bool {
+    if std::path::Path::new(path).exists() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{path} is missing; .ci/run installs {package}"
+    );
+    eprintln!("skipped: {path} is not installed (apt-get install {package})");
+    false
+}
