@@ -43,6 +43,7 @@
 //! Nothing else here may be called in a forked child.
 
 pub mod fd;
+pub mod fs;
 pub mod prechild;
 pub mod process;
 pub mod signal;
