@@ -17,11 +17,9 @@
 
 use crate::child::{self, Capture, ChildSpec, Ending};
 use crate::exit::ExitCode;
-use crate::{config, log};
+use crate::{config, log, sys};
 use std::ffi::{OsStr, OsString};
 use std::io::{self, Read, Write};
-use std::os::fd::{FromRawFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
@@ -453,8 +451,7 @@ pub fn check(
 /// The first of rch's other usual places where a socket of this user's
 /// answers healthy (one try each); not the chosen socket under another name.
 fn answering_elsewhere(socket: &Path, waits: &Waits) -> Option<PathBuf> {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let uid = unsafe { libc::geteuid() };
+    let uid = crate::account::euid();
     let chosen = std::fs::metadata(socket).ok().map(|m| (m.dev(), m.ino()));
     usual_places(socket, config::process_env, uid)
         .into_iter()
@@ -476,17 +473,18 @@ pub fn probe(socket: &Path, waits: &Waits) -> Result<(), String> {
 }
 
 fn exchange(socket: &Path, waits: &Waits) -> Result<Vec<u8>, String> {
-    let mut stream = connect(socket, waits.connect).map_err(|error| match error.kind() {
-        io::ErrorKind::NotFound => "no socket there".to_owned(),
-        io::ErrorKind::ConnectionRefused => {
-            "connection refused (a socket file with no daemon behind it)".to_owned()
-        }
-        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => format!(
-            "it did not accept the connection within {}",
-            seconds(waits.connect)
-        ),
-        _ => format!("cannot connect: {error}"),
-    })?;
+    let mut stream =
+        sys::socket::connect_unix(socket, waits.connect).map_err(|error| match error.kind() {
+            io::ErrorKind::NotFound => "no socket there".to_owned(),
+            io::ErrorKind::ConnectionRefused => {
+                "connection refused (a socket file with no daemon behind it)".to_owned()
+            }
+            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => format!(
+                "it did not accept the connection within {}",
+                seconds(waits.connect)
+            ),
+            _ => format!("cannot connect: {error}"),
+        })?;
     let sent = stream
         .set_write_timeout(Some(waits.connect))
         .and_then(|()| stream.write_all(b"GET /health\n"))
@@ -549,74 +547,6 @@ fn seconds(duration: Duration) -> String {
         format!("{}s", duration.as_secs())
     } else {
         format!("{}ms", duration.as_millis())
-    }
-}
-
-/// A blocking connect to the Unix socket at `path`, bounded by `timeout`:
-/// `SO_SNDTIMEO` bounds the wait of a Unix-domain `connect` on a full
-/// listen queue (which a non-blocking connect would refuse at once with
-/// `EAGAIN` rather than let us wait for), and std has no way to set it
-/// before connecting. The descriptor is close-on-exec.
-fn connect(path: &Path, timeout: Duration) -> io::Result<UnixStream> {
-    let bytes = path.as_os_str().as_bytes();
-    // SAFETY: sockaddr_un is plain old data; all zeroes is a valid value.
-    let mut address: libc::sockaddr_un = unsafe { std::mem::zeroed() };
-    if bytes.is_empty() || bytes.contains(&0) || bytes.len() >= address.sun_path.len() {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!(
-                "not a usable socket path (empty, a NUL byte, or longer than {} bytes)",
-                address.sun_path.len() - 1
-            ),
-        ));
-    }
-    address.sun_family = libc::AF_UNIX as libc::sa_family_t;
-    for (slot, byte) in address.sun_path.iter_mut().zip(bytes) {
-        *slot = *byte as libc::c_char;
-    }
-    // SAFETY: socket takes plain integers and returns a new descriptor or -1.
-    let fd = unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: `fd` was just returned by socket and is owned by nothing else.
-    let owned = unsafe { OwnedFd::from_raw_fd(fd) };
-    let timeval = libc::timeval {
-        tv_sec: libc::time_t::try_from(timeout.as_secs()).unwrap_or(libc::time_t::MAX),
-        tv_usec: libc::suseconds_t::from(timeout.subsec_micros() as i32),
-    };
-    // SAFETY: `timeval` is a valid timeval that outlives the call, and its
-    // size is passed with it.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_SNDTIMEO,
-            (&timeval as *const libc::timeval).cast(),
-            std::mem::size_of::<libc::timeval>() as libc::socklen_t,
-        )
-    };
-    if rc != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let length = std::mem::size_of::<libc::sa_family_t>() + bytes.len() + 1;
-    loop {
-        // SAFETY: `address` is a valid sockaddr_un whose first `length`
-        // bytes hold the family and the NUL-terminated path.
-        let rc = unsafe {
-            libc::connect(
-                fd,
-                (&address as *const libc::sockaddr_un).cast(),
-                length as libc::socklen_t,
-            )
-        };
-        if rc == 0 {
-            return Ok(UnixStream::from(owned));
-        }
-        let error = io::Error::last_os_error();
-        if error.kind() != io::ErrorKind::Interrupted {
-            return Err(error);
-        }
     }
 }
 
@@ -856,7 +786,8 @@ mod tests {
     #[test]
     fn a_path_that_cannot_be_a_socket_address_is_refused_before_connecting() {
         let long = PathBuf::from(format!("/tmp/{}", "x".repeat(200)));
-        let error = connect(&long, Duration::from_millis(10)).expect_err("too long");
+        let error =
+            sys::socket::connect_unix(&long, Duration::from_millis(10)).expect_err("too long");
         assert_eq!(error.kind(), io::ErrorKind::InvalidInput);
     }
 }

@@ -47,3 +47,5 @@ pub mod fs;
 pub mod prechild;
 pub mod process;
 pub mod signal;
+pub mod socket;
+pub mod user;
