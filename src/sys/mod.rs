@@ -42,6 +42,7 @@
 //!
 //! Nothing else here may be called in a forked child.
 
+pub mod env;
 pub mod fd;
 pub mod fs;
 pub mod prechild;
