@@ -22,7 +22,7 @@
 //! - [`signal`]: dispositions and masks (the stop-signal recorder, SIGCHLD
 //!   reset, blocking);
 //! - [`socket`]: a Unix-socket connect bounded by `SO_SNDTIMEO`;
-//! - [`env`]: the environment changed while only one thread exists;
+//! - [`env`](mod@env): the environment changed while only one thread exists;
 //! - [`prechild`]: what runs in a forked child before `execve`.
 //!
 //! # Between fork and exec
