@@ -101,6 +101,11 @@ pub struct DoctorArgs {
     /// Check as a run started by ROUTE meets it: in that route's environment
     #[arg(long = "as", value_name = "ROUTE", value_enum)]
     pub route: Option<Route>,
+
+    /// Set by `doctor --as` on the doctor it re-executes: this environment
+    /// is the one ROUTE gives, not a login shell's
+    #[arg(long = "in-route", value_name = "ROUTE", value_enum, hide = true)]
+    pub in_route: Option<Route>,
 }
 
 /// How a sweep is started every five minutes; each hands it its own
