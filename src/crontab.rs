@@ -38,10 +38,22 @@ const KEYWORDS: [&str; 8] = [
     "reboot", "yearly", "annually", "monthly", "weekly", "daily", "midnight", "hourly",
 ];
 
-/// One line (without its newline; a trailing CR, from a file saved on
-/// Windows, is dropped).
+/// A line without the carriage return a file saved on Windows ends it
+/// with, and whether it had one. Debian's `crontab -l` prints that CR as
+/// the two characters `\r`; a CR itself is taken too.
+pub fn without_cr(line: &str) -> (&str, bool) {
+    match line.strip_suffix('\r').or_else(|| line.strip_suffix("\\r")) {
+        Some(line) => (line, true),
+        None => (line, false),
+    }
+}
+
+/// One line, without its newline and CR (see [`without_cr`]). cron reads
+/// a CR as a blank in a variable line, but keeps it in a job line's
+/// command, where the shell makes it part of the last word: [`read`]
+/// puts it back there.
 pub fn entry(line: &str) -> CronLine {
-    let line = line.strip_suffix('\r').unwrap_or(line);
+    let (line, _) = without_cr(line);
     let trimmed = line.trim_start_matches([' ', '\t']);
     if trimmed.trim().is_empty() {
         return CronLine::Blank;
@@ -198,8 +210,10 @@ pub enum Follow {
 pub struct Job {
     /// 1 for the first line of the crontab.
     pub number: usize,
-    /// The line as written (without a trailing CR).
+    /// The line as `crontab -l` printed it (a CR as `\r`).
     pub text: String,
+    /// It ends in a carriage return, which the command's last word keeps.
+    pub carriage_return: bool,
     pub follow: Follow,
 }
 
@@ -225,14 +239,25 @@ const NOT_A_SWEEP: [&str; 6] = [
 pub fn read(text: &str, defaults: Env) -> Reading {
     let mut env = defaults;
     let mut jobs = Vec::new();
-    for (index, line) in text.lines().enumerate() {
+    for (index, line) in text.split('\n').enumerate() {
         match entry(line) {
             CronLine::Variable { name, value } => set(&mut env, &name, &value),
-            CronLine::Job { command, .. } if command.contains("rch-sweep") => jobs.push(Job {
-                number: index + 1,
-                text: line.strip_suffix('\r').unwrap_or(line).to_owned(),
-                follow: follow(&command, &env),
-            }),
+            CronLine::Job { mut command, .. } if command.contains("rch-sweep") => {
+                let (shown, carriage_return) = without_cr(line);
+                if carriage_return {
+                    command.push('\r');
+                }
+                jobs.push(Job {
+                    number: index + 1,
+                    text: if carriage_return {
+                        format!("{shown}\\r")
+                    } else {
+                        shown.to_owned()
+                    },
+                    carriage_return,
+                    follow: follow(&command, &env),
+                });
+            }
             _ => {}
         }
     }
@@ -292,10 +317,10 @@ fn follow(command: &str, env: &Env) -> Follow {
 /// field after the schedule) that run a command mentioning rch-sweep as
 /// `user`: their numbers.
 pub fn system_lines_for(text: &str, user: &str) -> Vec<usize> {
-    text.lines()
+    text.split('\n')
         .enumerate()
         .filter_map(|(index, line)| {
-            let line = line.strip_suffix('\r').unwrap_or(line);
+            let (line, _) = without_cr(line);
             let trimmed = line.trim_start_matches([' ', '\t']);
             if trimmed.starts_with('#') || variable(trimmed).is_some() {
                 return None;
@@ -340,6 +365,7 @@ mod tests {
         assert_eq!(entry("A=\"$HOME/x\""), var("A", "$HOME/x"));
         assert_eq!(entry("A=~/x"), var("A", "~/x"));
         assert_eq!(entry("A=b\r"), var("A", "b"));
+        assert_eq!(entry("A='b'\\r"), var("A", "b"));
         assert_eq!(entry("A="), var("A", ""));
         assert_eq!(entry("A=\"\""), var("A", ""));
         assert_eq!(entry("A=b 'c'"), var("A", "b 'c'"));
@@ -393,15 +419,15 @@ mod tests {
 
     #[test]
     fn each_sweep_line_gets_the_variables_above_it() {
-        let text = "# m h dom mon dow command\r\n\
-                    MAILTO=\"\"\r\n\
-                    */5 * * * * rch-sweep --quiet\r\n\
+        let text = "# m h dom mon dow command\n\
+                    MAILTO=\"\"\\r\n\
+                    */5 * * * * rch-sweep --quiet\n\
                     \r\n\
                     XDG_RUNTIME_DIR = /run/user/1000\r\n\
-                    HOME='/srv/alice'\r\n\
-                    */5 * * * * RCH_SOCKET_PATH=/s $HOME/bin/rch-sweep run --lease-dir \"$HOME/l\" --metrics-file /m\r\n\
-                    0 * * * * /usr/bin/backup\r\n\
-                    LAST=1\r\n";
+                    HOME='/srv/alice'\\r\n\
+                    */5 * * * * RCH_SOCKET_PATH=/s $HOME/bin/rch-sweep run --lease-dir \"$HOME/l\" --metrics-file /m\n\
+                    0 * * * * /usr/bin/backup\n\
+                    LAST=1\n";
         let reading = read(text, defaults());
         assert_eq!(reading.jobs.len(), 2, "{reading:?}");
         let first = &reading.jobs[0];
@@ -428,6 +454,21 @@ mod tests {
         assert_eq!(second.env[0], ("HOME".into(), "/srv/alice".into()));
         assert_eq!(get(&reading.last_env, "LAST"), Some("1"));
         assert_eq!(get(&reading.last_env, "RCH_SOCKET_PATH"), None);
+        assert!(!reading.jobs[0].carriage_return);
+    }
+
+    #[test]
+    fn a_carriage_return_ends_a_variable_but_stays_in_the_command() {
+        // As Debian's crontab -l prints it (\r), and as a CR.
+        for cr in ["\\r", "\r"] {
+            let text = format!("A=\"b\"{cr}\n*/5 * * * * rch-sweep --quiet{cr}\n");
+            let reading = read(&text, defaults());
+            assert_eq!(get(&reading.last_env, "A"), Some("b"), "{cr:?}");
+            let job = &reading.jobs[0];
+            assert!(job.carriage_return);
+            assert_eq!(job.text, "*/5 * * * * rch-sweep --quiet\\r");
+            assert_eq!(sweep(job).args, ["--quiet\r"]);
+        }
     }
 
     #[test]

@@ -46,6 +46,12 @@ pub(super) fn plan(defaults: &Vars, account: Option<&account::Account>, cwd: &Pa
     };
     let reading = crontab::read(text.as_deref().unwrap_or_default(), defaults.clone());
     for job in &reading.jobs {
+        if job.carriage_return {
+            plan.warnings.push(format!(
+                "line {} ends in a carriage return (the crontab was saved with Windows line ends): cron hands it to the shell as part of the last word; remove it (sed -i 's/\\r$//' FILE, then crontab FILE)",
+                job.number
+            ));
+        }
         match &job.follow {
             crontab::Follow::Sweep(sweep) => {
                 if let Some(why) = refused_option(&sweep.args) {
