@@ -636,3 +636,100 @@ fn a_running_manager_is_asked_when_it_answers() {
         "{document}"
     );
 }
+
+/// `doctor --as` runs no program but what SPEC lists (`crontab -l`,
+/// `systemctl show`, itself, and `rch --version`, `rch ... daemon status`)
+/// and writes, renames and creates nothing, on every route: seen by
+/// `strace -f` (which runs it as the account, `-u`, so `crontab` keeps its
+/// set-group-id) and by a snapshot of the home folder.
+#[test]
+fn doctor_as_runs_only_what_spec_lists_and_writes_nothing() {
+    let Some(user) = TestUser::new("doctor_as_runs_only_what_spec_lists_and_writes_nothing") else {
+        return;
+    };
+    if !tool_or_skip("/usr/bin/strace", "strace") {
+        return;
+    }
+    user.world.add(&Journal::stale("hz4", 2 * HOUR_MS));
+    // Builtins only: every program it starts would show.
+    let rch = user.world.script(
+        "rch",
+        "if [ \"$1\" = --version ]; then echo 'rch 2.1.24'; exit 0; fi\nexit 2",
+    );
+    let leases = user.world.leases();
+    user.crontab(&format!(
+        "*/5 * * * * {BIN} --quiet --rch {} --lease-dir {}\n",
+        rch.display(),
+        leases.display()
+    ));
+    let units = user.home().join(".config/systemd/user");
+    fs::create_dir_all(&units).expect("mkdir");
+    fs::write(
+        units.join("rch-sweep.service"),
+        "[Service]\nType=oneshot\nExecStart=rch-sweep --rch %h/rch --lease-dir %h/job-leases\n",
+    )
+    .expect("unit");
+    user.hand_over();
+    let logs = tempfile::tempdir().expect("tempdir");
+    let crontab = PathBuf::from("/usr/bin/crontab");
+    let systemctl = ["/usr/bin/systemctl", "/bin/systemctl"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|path| path.exists());
+    for route in ["cron", "user-timer", "system-timer"] {
+        let before = snapshot(user.home());
+        let log = logs.path().join(format!("{route}.strace"));
+        let output = Command::new("strace")
+            .args(["-f", "-qq", "-e", "trace=execve", "-o"])
+            .arg(&log)
+            .args([
+                "-u", &user.name, BIN, "doctor", "--as", route, "--json", "--rch",
+            ])
+            // Used where the route gives no options: the system template.
+            .arg(&rch)
+            .env_clear()
+            .env("HOME", user.home())
+            .env("LOGNAME", &user.name)
+            .env("PATH", "/usr/bin:/bin")
+            .current_dir(user.home())
+            .output()
+            .expect("strace");
+        let document = one_document(&output);
+        assert_eq!(document["as"], route, "{document}");
+        let traced = fs::read_to_string(&log).expect("strace log");
+        let started: Vec<PathBuf> = traced
+            .lines()
+            .filter(|line| line.ends_with(" = 0"))
+            .filter_map(|line| {
+                let path = line.split("execve(\"").nth(1)?.split('"').next()?;
+                Some(PathBuf::from(path))
+            })
+            .collect();
+        let allowed: Vec<PathBuf> = [
+            PathBuf::from(BIN),
+            PathBuf::from("/proc/self/exe"),
+            rch.clone(),
+            crontab.clone(),
+        ]
+        .into_iter()
+        .chain(systemctl.clone())
+        .collect();
+        for path in &started {
+            assert!(
+                allowed.contains(path),
+                "{route}: doctor --as started {}: {traced}",
+                path.display()
+            );
+        }
+        let asked = if route == "cron" {
+            Some(&crontab)
+        } else {
+            systemctl.as_ref()
+        };
+        if let Some(asked) = asked {
+            assert!(started.contains(asked), "{route}: {traced}");
+        }
+        assert!(started.contains(&rch), "{route}: {traced}");
+        assert_eq!(before, snapshot(user.home()), "{route}: something changed");
+    }
+}
