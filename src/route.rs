@@ -6,10 +6,13 @@
 //! the daemon's socket, a `PATH` with the folder `rch` lives in. A sweep
 //! that relied on them at the terminal looks elsewhere under a timer, and a
 //! lease directory that is not there is a silent success. `doctor --as`
-//! re-executes itself in [`environment`]; doctor's `environment` check
-//! lists what [`rests_on`] finds. Both are functions over plain data. The
-//! units' `PATH` is read from the shipped unit files, compiled in, so what
-//! `doctor` checks and what the units set cannot drift apart.
+//! starts from what [`environment`] gives (cron's defaults, what systemd
+//! sets from the account) and lays the crontab's or the unit's own
+//! settings over it; doctor's `environment` check lists what [`rests_on`]
+//! finds. Both are functions over plain data. The shipped units are
+//! compiled in: their `PATH` is what the `rch` and `environment` checks
+//! compare with, and `doctor --as` checks with them where a unit is not
+//! installed.
 
 use crate::account::Account;
 use crate::cli::Route;
