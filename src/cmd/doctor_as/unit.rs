@@ -25,7 +25,13 @@ pub(super) fn plan(
     let (unit, shipped, spec) = which_unit(user_manager, &name, uid, &home);
     let mut plan = Plan::default();
     let (service, manager_env) = match from_manager(user_manager, &unit, &mut plan) {
-        Some(found) => found,
+        Some((Some(service), manager_env)) => (service, manager_env),
+        // The manager answers, but has no such unit: what is on disk (the
+        // shipped unit, said so) in the manager's environment.
+        Some((None, manager_env)) => (
+            from_disk(user_manager, &unit, shipped, &spec, &home, uid, &mut plan),
+            manager_env,
+        ),
         None => {
             let manager_env = vec![("PATH".to_owned(), unit_file::MANAGER_PATH.to_owned())];
             (
@@ -154,9 +160,14 @@ fn options(service: &Service, env: &Vars, unit: &str, plan: &mut Plan) -> Option
     }
 }
 
-/// The unit as its manager describes it, and the manager's environment;
+/// The unit as its manager describes it (`None` when the manager has not
+/// loaded it: not installed, masked), and the manager's environment;
 /// `None` when no manager answers.
-fn from_manager(user_manager: bool, unit: &str, plan: &mut Plan) -> Option<(Service, Vars)> {
+fn from_manager(
+    user_manager: bool,
+    unit: &str,
+    plan: &mut Plan,
+) -> Option<(Option<Service>, Vars)> {
     let systemctl = program("systemctl", &["/usr/bin/systemctl", "/bin/systemctl"])?;
     let scope: &[&str] = if user_manager { &["--user"] } else { &[] };
     let mut args = scope.to_vec();
@@ -189,7 +200,7 @@ fn from_manager(user_manager: bool, unit: &str, plan: &mut Plan) -> Option<(Serv
     }
     let mut manager_args = scope.to_vec();
     manager_args.extend(["show", "-p", "Environment"]);
-    let manager_env = match ask(&systemctl, &manager_args) {
+    let mut manager_env = match ask(&systemctl, &manager_args) {
         Said::Out(text) => text
             .lines()
             .find_map(|line| line.strip_prefix("Environment="))
@@ -197,20 +208,21 @@ fn from_manager(user_manager: bool, unit: &str, plan: &mut Plan) -> Option<(Serv
             .unwrap_or_default(),
         _ => Vec::new(),
     };
+    if vars::get(&manager_env, "PATH").is_none() {
+        vars::set(&mut manager_env, "PATH", unit_file::MANAGER_PATH);
+    }
     let who = if user_manager {
         "the user manager (systemctl --user show)"
     } else {
         "the system manager (systemctl show)"
     };
     if shown.load_state != "loaded" {
-        plan.warnings.push(format!(
-            "{who} says {unit} is {}: checked with the unit rch-sweep ships, as it would run once installed",
-            shown.load_state
-        ));
-        return None;
+        plan.warnings
+            .push(format!("{who} says {unit} is {}", shown.load_state));
+        return Some((None, manager_env));
     }
     plan.from.push(format!("{who}: {}", shown.files.join(", ")));
-    Some((shown.service, manager_env))
+    Some((Some(shown.service), manager_env))
 }
 
 /// The unit from its files on disk; the shipped unit when none is installed.
