@@ -83,10 +83,12 @@ space where the state is saved) and the environment (which decisions rest on var
 or cron line lacks). Each check is ok, warn or fail, with a fix; a real run refuses exactly what \
 this reports as fail. Writes, renames and creates nothing, takes no lock, and starts no program \
 but `rch --version` and `rch --json --format json daemon status` (and asks rch's daemon for its \
-health; with --as, it also runs itself). With --as ROUTE it re-executes itself in the \
-environment that route gives a run (cron: HOME, LOGNAME, SHELL=/bin/sh, PATH=/usr/bin:/bin; \
-user-timer and system-timer: what the shipped units give), keeping the options given on the \
-command line and dropping every other variable. Exit status: 0 when no check fails, 1 otherwise."
+health; with --as, also `crontab -l`, `systemctl show` and itself). With --as ROUTE it reads \
+that route's own configuration (cron: your crontab, each rch-sweep line checked with its own \
+options and variables; user-timer and system-timer: the unit and its drop-ins as systemd would \
+start it) and re-executes itself with those options in that environment and nothing else; the \
+options given on the command line count only where the route gives none. Exit status: 0 when \
+no check fails, 1 otherwise."
     )]
     Doctor(DoctorArgs),
 }
@@ -101,17 +103,22 @@ pub struct DoctorArgs {
     /// Check as a run started by ROUTE meets it: in that route's environment
     #[arg(long = "as", value_name = "ROUTE", value_enum)]
     pub route: Option<Route>,
+
+    /// Set by `doctor --as` on the doctor it re-executes: this environment
+    /// is the one ROUTE gives, not a login shell's
+    #[arg(long = "in-route", value_name = "ROUTE", value_enum, hide = true)]
+    pub in_route: Option<Route>,
 }
 
 /// How a sweep is started every five minutes; each hands it its own
 /// environment (SPEC, `doctor --as`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Route {
-    /// A crontab line: HOME, LOGNAME, SHELL=/bin/sh, PATH=/usr/bin:/bin
+    /// Your crontab's rch-sweep lines (crontab -l)
     Cron,
-    /// The shipped user unit, rch-sweep.service
+    /// rch-sweep.service of your user manager, with its drop-ins
     UserTimer,
-    /// The shipped system template, rch-sweep@USER.service
+    /// rch-sweep@USER.service of the system manager, with its drop-ins
     SystemTimer,
 }
 

@@ -13,15 +13,14 @@
 //! --format json daemon status`.
 //!
 //! `--as ROUTE` answers for the run cron or a unit starts rather than for
-//! this shell: it re-executes this very binary in the environment that
-//! route gives a run ([`route::environment`]) and prints its report under
-//! the route's name.
+//! this shell: [`super::doctor_as`] reads the route's crontab or unit and
+//! re-executes this very binary with its options in its environment.
 
 use super::Target;
 use crate::child::{self, Capture, ChildSpec, Ending};
-use crate::cli::{DoctorArgs, Route, RunArgs};
+use crate::cli::{DoctorArgs, RunArgs};
 use crate::config;
-use crate::exit::{ExitCode, Fatal};
+use crate::exit::ExitCode;
 use crate::lease_dir::LeaseDirFound;
 use crate::owner::ProcFs;
 use crate::plan::{self, Slot};
@@ -31,7 +30,7 @@ use crate::state::backoff::{Backoff, now_unix_ms};
 use crate::verdict::SkipReason;
 use crate::{account, daemon, host, log, recover, route, state};
 use anyhow::Result;
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsStr;
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -42,8 +41,9 @@ const VERSION_DEADLINE: Duration = Duration::from_secs(10);
 
 pub fn run(args: DoctorArgs) -> Result<ExitCode> {
     if let Some(route) = args.route {
-        return as_route(route, &args.run);
+        return super::doctor_as::run(route, &args.run);
     }
+    let in_route = args.in_route;
     let args = args.run;
     super::run::check_args(&args)?;
     super::run::refuse_tilde(&args)?;
@@ -63,7 +63,10 @@ pub fn run(args: DoctorArgs) -> Result<ExitCode> {
     }
     findings.push(journals(&target, &args));
     findings.push(host_check(&target));
-    findings.push(environment(&args, rch_socket.as_deref()));
+    findings.push(match in_route {
+        Some(route) => super::doctor_as::environment_finding(route),
+        None => environment(&args, rch_socket.as_deref()),
+    });
     let code = if findings.iter().any(|f| f.status == Status::Fail) {
         ExitCode::Failed
     } else {
@@ -528,7 +531,7 @@ fn environment(args: &RunArgs, rch_socket: Option<&Path>) -> Finding {
 
 /// Which of the options a route keeps were given on the command line
 /// rather than by their variables (clap merges the two; its matches know).
-fn given_on_command_line() -> route::Given {
+pub(super) fn given_on_command_line() -> route::Given {
     use clap::CommandFactory;
     use clap::parser::ValueSource;
     let Ok(matches) = crate::cli::Cli::command().try_get_matches_from(std::env::args_os()) else {
@@ -544,150 +547,6 @@ fn given_on_command_line() -> route::Given {
         rch: given("rch"),
         socket: given("socket"),
         metrics_file: given("metrics_file"),
-    }
-}
-
-/// `doctor --as ROUTE`: this binary again (`/proc/self/exe`, so the very
-/// one running, even if the file was replaced since), with the command
-/// line minus `--as`, in the route's environment and working directory
-/// and nothing else; its report under the route's name, its exit status
-/// as ours.
-fn as_route(route: Route, args: &RunArgs) -> Result<ExitCode> {
-    use std::os::unix::process::{CommandExt, ExitStatusExt};
-    let uid = account::euid();
-    let account = account::entry(uid);
-    let given =
-        route::environment(route, uid, account.as_ref(), config::process_env).map_err(|why| {
-            Fatal::error(
-                ExitCode::Config,
-                format!("doctor --as {}: {why}", route.as_str()),
-            )
-        })?;
-    let argv: Vec<OsString> = std::env::args_os().collect();
-    let mut command = std::process::Command::new("/proc/self/exe");
-    if let Some(arg0) = argv.first() {
-        command.arg0(arg0);
-    }
-    command
-        .args(without_as(argv.get(1..).unwrap_or_default()))
-        .env_clear()
-        .envs(given.vars.iter().map(|(name, value)| (name, value)))
-        .current_dir(&given.cwd)
-        .stdin(std::process::Stdio::null());
-    // Its warnings and errors reach the terminal as they come; its report
-    // too, but for a JSON document, which gains the route first.
-    command.stderr(std::process::Stdio::inherit());
-    let mut stdout = std::io::stdout().lock();
-    if args.json {
-        command.stdout(std::process::Stdio::piped());
-    } else {
-        command.stdout(std::process::Stdio::inherit());
-        let mut header = route_header(route, &given);
-        if !given_on_command_line().lease_dir {
-            let here = args
-                .paths
-                .lease_dir
-                .clone()
-                .unwrap_or_else(|| config::default_lease_dir(config::process_env));
-            let there = config::default_lease_dir(|name: &str| {
-                given
-                    .vars
-                    .iter()
-                    .find(|(var, _)| *var == name)
-                    .map(|(_, value)| value.clone())
-            });
-            if here != there {
-                let _ = writeln!(
-                    header,
-                    "note: at this shell the lease directory is {}; {} sweeps {}",
-                    log::printable(&here.display().to_string()),
-                    route.as_str(),
-                    log::printable(&there.display().to_string())
-                );
-            }
-        }
-        let _ = stdout.write_all(header.as_bytes());
-        let _ = stdout.flush();
-    }
-    let cannot = |error: std::io::Error| {
-        Fatal::error(
-            ExitCode::Config,
-            format!(
-                "doctor --as {}: cannot run rch-sweep in {} with that environment: {error}; {} starts a run there",
-                route.as_str(),
-                given.cwd.display(),
-                route.as_str()
-            ),
-        )
-    };
-    let output = command.output().map_err(cannot)?;
-    if args.json {
-        let _ = stdout.write_all(&with_route(&output.stdout, route));
-    }
-    let status = output.status;
-    Ok(match (status.code(), status.signal()) {
-        (Some(code), _) => exit_code(code),
-        (None, Some(signal)) => ExitCode::Signal(signal),
-        (None, None) => ExitCode::Failed,
-    })
-}
-
-/// The arguments with `--as ROUTE` (or `--as=ROUTE`) taken out. Since clap
-/// accepted them, a token `--as` is the option (clap takes no value that
-/// begins with `--` for another option), followed by its value.
-fn without_as(args: &[OsString]) -> Vec<OsString> {
-    let mut kept = Vec::with_capacity(args.len());
-    let mut tokens = args.iter();
-    while let Some(token) = tokens.next() {
-        if token == "--as" {
-            tokens.next();
-        } else if !token.as_encoded_bytes().starts_with(b"--as=") {
-            kept.push(token.clone());
-        }
-    }
-    kept
-}
-
-/// The route named at the top of a text report, with what it was given.
-fn route_header(route: Route, given: &route::RouteEnv) -> String {
-    let vars: Vec<String> = given
-        .vars
-        .iter()
-        .map(|(name, value)| format!("{name}={}", value.to_string_lossy()))
-        .collect();
-    format!(
-        "as {}: {}, working directory {} (every other variable dropped)\n",
-        route.as_str(),
-        log::printable(&vars.join(" ")),
-        log::printable(&given.cwd.display().to_string())
-    )
-}
-
-/// The JSON report with `"as": "<route>"` after its `version`, where every
-/// document of ours (a report or an error) begins; anything else as it came.
-fn with_route(document: &[u8], route: Route) -> Vec<u8> {
-    const HEAD: &[u8] = b"{\"version\":1,";
-    match document.strip_prefix(HEAD) {
-        Some(rest) => {
-            let mut out = HEAD.to_vec();
-            out.extend_from_slice(format!("\"as\":\"{}\",", route.as_str()).as_bytes());
-            out.extend_from_slice(rest);
-            out
-        }
-        None => document.to_vec(),
-    }
-}
-
-/// The exit status of the re-executed doctor, as ours.
-fn exit_code(code: i32) -> ExitCode {
-    match code {
-        0 => ExitCode::Success,
-        2 => ExitCode::Usage,
-        74 => ExitCode::Io,
-        75 => ExitCode::TempFail,
-        78 => ExitCode::Config,
-        129..=191 => ExitCode::Signal(code - 128),
-        _ => ExitCode::Failed,
     }
 }
 
@@ -809,33 +668,6 @@ mod tests {
             )
         );
         assert!(human(&findings(), true).contains("\x1b[31;1mfail\x1b[0m"));
-    }
-
-    #[test]
-    fn as_is_taken_out_of_the_command_line_and_put_into_the_document() {
-        let args: Vec<OsString> = [
-            "doctor",
-            "--as",
-            "cron",
-            "--lease-dir",
-            "/l",
-            "--as=user-timer",
-            "--json",
-        ]
-        .map(OsString::from)
-        .to_vec();
-        assert_eq!(
-            without_as(&args),
-            ["doctor", "--lease-dir", "/l", "--json"].map(OsString::from)
-        );
-        assert_eq!(
-            with_route(br#"{"version":1,"checks":[],"exit_code":0}"#, Route::Cron),
-            br#"{"version":1,"as":"cron","checks":[],"exit_code":0}"#
-        );
-        assert_eq!(with_route(b"", Route::Cron), b"");
-        for code in [0, 1, 2, 74, 75, 78, 130] {
-            assert_eq!(exit_code(code).code(), code);
-        }
     }
 
     #[test]
