@@ -22,8 +22,9 @@
 #   sudo scripts/install-check.sh        # by hand, as root
 #
 # CI runs it (.ci/run) on its clean machine. It installs what it needs: the
-# pinned cargo-deb, and from Debian lintian, man-db, bash-completion and
-# systemd (zsh and fish are checked when present; .ci/run installs them).
+# pinned cargo-deb, and from Debian lintian, man-db, bash-completion, systemd
+# and curl (zsh and fish are checked when present; .ci/run installs them, and
+# prometheus-node-exporter, which the textfile step needs).
 # Whatever fails is named on the last line, and a package it installed is
 # purged again, and links it made are removed. Refuses to run where
 # rch-sweep is installed already, so it never removes an operator's own
@@ -116,6 +117,7 @@ command -v lintian >/dev/null 2>&1 || missing="$missing lintian"
 command -v man >/dev/null 2>&1 || missing="$missing man-db"
 [ -f /usr/share/bash-completion/bash_completion ] || missing="$missing bash-completion"
 command -v systemd-analyze >/dev/null 2>&1 || missing="$missing systemd"
+command -v curl >/dev/null 2>&1 || missing="$missing curl"
 if [ -n "$missing" ]; then
   echo "installing from Debian:$missing"
   apt-get update -qq
