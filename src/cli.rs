@@ -162,6 +162,16 @@ impl Parser for Cli {
     }
 }
 
+/// This process's command line as [`Cli`] parses it: the options of `run`
+/// that stood before the subcommand moved after it. Code that reads the
+/// arguments again with clap (doctor asks which options were given on the
+/// command line, and re-executes itself with them) reads these, so that
+/// `rch-sweep --lease-dir D doctor` is `rch-sweep doctor --lease-dir D`
+/// there too.
+pub fn args_os() -> Vec<OsString> {
+    arguments(std::env::args_os())
+}
+
 /// A command line as clap is to parse it: [`options_after_subcommand`].
 fn arguments<I, T>(itr: I) -> Vec<OsString>
 where
