@@ -65,6 +65,8 @@ user_link=/etc/systemd/user/timers.target.wants/rch-sweep.timer
 enabled=no
 cleanup() {
   status=$?
+  # Undo all that can be undone, whatever fails on the way.
+  set +e
   if [ -n "$exporter_pid" ]; then
     kill "$exporter_pid" 2>/dev/null || true
     wait "$exporter_pid" 2>/dev/null || true
@@ -73,6 +75,8 @@ cleanup() {
     echo "install-check: removing the statoverride of $textfile_dir after the failure above" >&2
     dpkg-statoverride --remove "$textfile_dir" >/dev/null 2>&1 || true
     restore_textfile_dir
+    dpkg --purge rch-sweep-ic-probe >/dev/null 2>&1 || true
+    dpkg-statoverride --remove /var/lib/rch-sweep-ic-probe >/dev/null 2>&1 || true
   fi
   if [ "$made_user" = yes ]; then
     userdel "$check_user" >/dev/null 2>&1 || true
@@ -103,8 +107,7 @@ restore_textfile_dir() {
   [ -n "$textfile_before" ] || return 0
   # shellcheck disable=SC2086 # owner group mode, one a word
   set -- $textfile_before
-  chown "$1:$2" "$textfile_dir"
-  chmod "$3" "$textfile_dir"
+  chown "$1:$2" "$textfile_dir" && chmod "$3" "$textfile_dir"
   rm -f "$textfile_dir/rch-sweep-$check_user.prom"
 }
 trap cleanup EXIT
@@ -519,12 +522,11 @@ run_script yes none "$PACKAGE.prerm" upgrade "$upgrade_version"
 expect_calls "prerm upgrade, systemd running" ""
 
 step "textfile metrics: Debian's folder opened to a group with dpkg-statoverride, served by the real node_exporter"
-# systemd/README.md, "Metrics": /var/lib/prometheus/node-exporter belongs to
-# prometheus-node-exporter, and dpkg resets a package's folder to the
-# package's owner and mode whenever it unpacks it (every upgrade of
-# node_exporter), so a plain chmod is lost; a statoverride is what dpkg
-# applies instead. Here with a throwaway account whose group is the one let
-# in; afterwards the folder is as it was.
+# README, "The textfile folder": /var/lib/prometheus/node-exporter belongs
+# to prometheus-node-exporter, root's and 0755; a statoverride opens it to
+# the sweeping users' group in a way dpkg itself keeps. Here with a
+# throwaway account whose group is the one let in; afterwards the folder is
+# as it was.
 [ -d "$textfile_dir" ] || fail "$textfile_dir does not exist: is prometheus-node-exporter installed? (.ci/run installs it)"
 exporter=$(command -v prometheus-node-exporter) || fail "prometheus-node-exporter is not installed (.ci/run installs it)"
 dpkg-statoverride --list "$textfile_dir" >/dev/null 2>&1 \
@@ -534,37 +536,45 @@ mkdir -m 0755 "$work/check-home"
 useradd --home-dir "$work/check-home/$check_user" --create-home --user-group --shell /bin/sh "$check_user" \
   || fail "useradd $check_user"
 made_user=yes
-# An upgrade of node_exporter unpacks the folder again. A package of the
-# check's own that ships the same folder, root's and 0755 as Debian ships
-# it, makes dpkg do just that.
-mkdir -p "$work/probe/DEBIAN" "$work/probe$textfile_dir"
-chmod 0755 "$work/probe$textfile_dir"
-printf 'Package: rch-sweep-ic-probe\nVersion: 1\nArchitecture: all\nMaintainer: install-check <ic@example.org>\nDescription: unpacks %s again, as an upgrade of node_exporter does\n' \
+# dpkg leaves an existing folder's owner and mode alone when it unpacks it
+# again (an upgrade of node_exporter), but makes the folder root's and 0755
+# whenever it is missing (a new host, a reinstall after a purge): then a
+# chmod made by hand is gone, and only a statoverride, dpkg's own record of
+# the owner and mode wanted, is applied. A package of the check's own that
+# ships Debian's folder, as Debian ships it, makes dpkg unpack that folder
+# again; for a folder made anew it ships one of its own beside it, under an
+# override set before it is installed. (Never hide Debian's folder from dpkg
+# to have it made anew: dpkg would take a listed folder it cannot find out of
+# prometheus-node-exporter's file list.)
+probe_dir=/var/lib/rch-sweep-ic-probe
+[ ! -e "$probe_dir" ] || fail "$probe_dir exists already"
+mkdir -p "$work/probe/DEBIAN" "$work/probe$textfile_dir" "$work/probe$probe_dir"
+chmod 0755 "$work/probe$textfile_dir" "$work/probe$probe_dir"
+printf 'Package: rch-sweep-ic-probe\nVersion: 1\nArchitecture: all\nMaintainer: install-check <ic@example.org>\nDescription: ships %s, as prometheus-node-exporter does\n' \
   "$textfile_dir" > "$work/probe/DEBIAN/control"
 dpkg-deb --root-owner-group --build "$work/probe" "$work/probe.deb" >/dev/null || fail "dpkg-deb --build the probe"
-unpack_again() {
-  dpkg -i "$work/probe.deb" >/dev/null || fail "dpkg -i the probe"
-  after_unpack=$(stat -c '%U %G %a' "$textfile_dir")
-  dpkg --purge rch-sweep-ic-probe >/dev/null || fail "dpkg --purge the probe"
-}
-# What the README said before: chgrp and chmod. The next unpack undoes it.
-chgrp "$check_user" "$textfile_dir"
-chmod 1775 "$textfile_dir"
-unpack_again
-restore_textfile_dir
-[ "$after_unpack" = "root root 755" ] \
-  || fail "dpkg unpacking $textfile_dir again left a plain chmod in place ($after_unpack): the check below proves nothing"
-echo "ok: a plain chgrp and chmod is undone when dpkg unpacks $textfile_dir again: $after_unpack"
-# The commands the README gives, with the account's group for `builders`.
+# The commands the README gives, with the account's group for `rch-metrics`;
+# the probe's own folder gets the same override, before it exists.
 textfile_override=yes
 dpkg-statoverride --update --add root "$check_user" 1775 "$textfile_dir" \
   || fail "dpkg-statoverride --update --add root $check_user 1775 $textfile_dir"
 [ "$(stat -c '%U %G %a' "$textfile_dir")" = "root $check_user 1775" ] \
   || fail "after dpkg-statoverride --update: $(stat -c '%U %G %a' "$textfile_dir")"
-unpack_again
+dpkg-statoverride --add root "$check_user" 1775 "$probe_dir" || fail "dpkg-statoverride --add ... $probe_dir"
+dpkg -i "$work/probe.deb" >/dev/null || fail "dpkg -i the probe"
+after_unpack=$(stat -c '%U %G %a' "$textfile_dir")
+made=$(stat -c '%U %G %a' "$probe_dir")
+dpkg --purge rch-sweep-ic-probe >/dev/null || fail "dpkg --purge the probe"
+dpkg-statoverride --remove "$probe_dir" || fail "dpkg-statoverride --remove $probe_dir"
+[ -d "$textfile_dir" ] && dpkg-query -S "$textfile_dir" 2>/dev/null | grep -q prometheus-node-exporter \
+  || fail "after the probe, $textfile_dir is gone or no longer prometheus-node-exporter's"
+[ ! -e "$probe_dir" ] || fail "the probe left $probe_dir"
 [ "$after_unpack" = "root $check_user 1775" ] \
   || fail "dpkg unpacking $textfile_dir again left it '$after_unpack', not 'root $check_user 1775'"
-echo "ok: dpkg unpacked $textfile_dir again and kept the override: $after_unpack"
+echo "ok: dpkg unpacked $textfile_dir again (as an upgrade of node_exporter does) and kept it: $after_unpack"
+[ "$made" = "root $check_user 1775" ] \
+  || fail "dpkg made a folder under an override as '$made', not 'root $check_user 1775'"
+echo "ok: dpkg makes a folder anew (a new host, a reinstall after a purge) as its override says: $made"
 # The account's sweep writes its file there, as its timer or cron line would.
 check_home="$work/check-home/$check_user"
 mkdir -p "$check_home/.local/bin" "$check_home/.local/state/rch/job-leases"
