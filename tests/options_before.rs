@@ -226,3 +226,29 @@ fn an_option_the_subcommand_does_not_take_is_refused_before_it_too() {
     }
     assert!(!Path::new(&world.state_file()).exists());
 }
+
+#[test]
+fn doctor_as_a_route_takes_the_options_of_run_before_it() {
+    // doctor --as re-executes itself with the options it was given: those
+    // that stood before `doctor` must reach that run as those after it do,
+    // and the report must not note a lease directory the shell did not name.
+    let (world, _) = world_with_entry();
+    let (before, after) = both_ways(&world, "doctor", &[], &["--as", "cron"]);
+    // The free space of the state's file system moves between two runs.
+    let steady = |output: &Output| -> Vec<String> {
+        format!("{}{}", stdout(output), stderr(output))
+            .lines()
+            .filter(|line| !line.contains(" host "))
+            .map(str::to_owned)
+            .collect()
+    };
+    assert_eq!(steady(&before), steady(&after));
+    let leases = world.leases().display().to_string();
+    assert!(
+        steady(&before)
+            .iter()
+            .any(|line| line.contains("lease_dir") && line.contains(&leases)),
+        "{:?}",
+        steady(&before)
+    );
+}

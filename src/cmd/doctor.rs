@@ -534,7 +534,7 @@ fn environment(args: &RunArgs, rch_socket: Option<&Path>) -> Finding {
 pub(super) fn given_on_command_line() -> route::Given {
     use clap::CommandFactory;
     use clap::parser::ValueSource;
-    let Ok(matches) = crate::cli::Cli::command().try_get_matches_from(std::env::args_os()) else {
+    let Ok(matches) = crate::cli::Cli::command().try_get_matches_from(crate::cli::args_os()) else {
         return route::Given::default();
     };
     let Some(doctor) = matches.subcommand_matches("doctor") else {

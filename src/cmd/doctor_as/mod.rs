@@ -197,7 +197,7 @@ fn run_one(
     capture: bool,
 ) -> Result<std::process::Output> {
     use std::os::unix::process::CommandExt;
-    let argv: Vec<OsString> = std::env::args_os().collect();
+    let argv: Vec<OsString> = crate::cli::args_os();
     let mut command = std::process::Command::new("/proc/self/exe");
     if let Some(arg0) = argv.first() {
         command.arg0(arg0);
@@ -447,7 +447,7 @@ fn route_lines(plan: &Plan, notes: &[String]) -> String {
 /// Runs the plan and prints its reports: text as the runs go, or one JSON
 /// document at the end.
 fn report(route: Route, args: &RunArgs, plan: &Plan) -> Result<ExitCode> {
-    let argv: Vec<OsString> = std::env::args_os().collect();
+    let argv: Vec<OsString> = crate::cli::args_os();
     let doctors: Vec<String> = without_as(argv.get(1..).unwrap_or_default())
         .iter()
         .map(|arg| arg.to_string_lossy().into_owned())
