@@ -65,7 +65,8 @@ pub enum AttemptOutcome {
 pub enum Fault {
     /// The `rch` install is broken: it could not be started at all (the
     /// exec failed: permission denied, a missing interpreter, not an
-    /// executable format) or a shim around it exited 126/127. Every other
+    /// executable format), a shim around it exited 126/127, or it exited 2
+    /// (its usage error: no `jobs recover`, as in rch 1.x). Every other
     /// lease would fail the same way: 78, no further start.
     Config,
     /// The host could not start a recovery now (no thread, process, pipe or
@@ -305,23 +306,35 @@ pub fn shortage(error: &io::Error) -> Option<&'static str> {
 
 /// `rch` never exits 126 or 127: a shell or `env` does, when the program a
 /// wrapper or shim around `rch` execs is not executable (126) or not found
-/// (127), as when it is on a login shell's `PATH` only. That is a broken
-/// install, like an `rch` that cannot be started at all.
+/// (127), as when it is on a login shell's `PATH` only. Nor does `rch` exit
+/// 2 for a lease: 2 is its usage error (clap's), what rch 1.x says to
+/// `jobs recover` (it has no `jobs` command) or an `rch` that refuses one
+/// of its options; its own failures exit 1. Each is a broken install, like
+/// an `rch` that cannot be started at all: every other lease would fail
+/// the same way.
 fn broken_shim(settings: &Settings, report: &child::ChildReport) -> Option<AttemptOutcome> {
     let Ending::Exited(status) = &report.ending else {
         return None;
     };
     let code = status.code()?;
-    let what = match code {
-        126 => "found but not executable",
-        127 => "not found",
+    let why = match code {
+        2 => "rch's usage error: this rch cannot recover a lease (it has no `jobs recover`, as rch 1.x has not, or refuses one of its options)".to_owned(),
+        126 | 127 => format!(
+            "as a shell does when the program it runs is {} (rch itself never exits so)",
+            if code == 126 {
+                "found but not executable"
+            } else {
+                "not found"
+            }
+        ),
         _ => return None,
     };
-    let mut error = format!(
-        "{} exited {code}, as a shell does when the program it runs is {what} (rch itself never exits so)",
-        settings.rch.display()
-    );
-    let line = child::last_line(&report.tail);
+    let mut error = format!("{} exited {code}, {why}", settings.rch.display());
+    let line = if code == 2 {
+        child::usage_line(&report.tail)
+    } else {
+        child::last_line(&report.tail)
+    };
     if !line.is_empty() {
         error.push_str(": ");
         error.push_str(&line);

@@ -20,13 +20,16 @@
 //!
 //! Its rooms, one a phase: `exec` (what is done before the fork and in
 //! the forked child), `capture` (the drain threads and the bounded tail),
-//! `wait` (the exit seen without a reap, the group kill, the reap). This
+//! `wait` (the exit seen without a reap, the group kill, the reap); and
+//! `diagnostic`, the tail made into the text of an error. This
 //! file holds what a caller sees and [`run_capturing`], the phases in order.
 
 mod capture;
+mod diagnostic;
 mod exec;
 mod wait;
 
+pub use diagnostic::{diagnostic, last_line, strip_escapes, usage_line};
 pub use exec::cloexec_inherited;
 pub use wait::reset_sigchld;
 
@@ -53,10 +56,6 @@ pub const ANSWER_BYTES: usize = 64 * 1024;
 /// stuck in uninterruptible sleep may outlast it; we report that rather than
 /// hang.
 pub const REAP_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// How many characters of the stderr tail go into an error message: enough
-/// for the final error line and some context, short enough for a report line.
-pub const DIAGNOSTIC_CHARS: usize = 400;
 
 /// Longest single wait, so `stop` is seen promptly.
 const POLL_SLICE: Duration = Duration::from_millis(50);
@@ -133,39 +132,6 @@ impl ChildReport {
         }
         Some(message)
     }
-}
-
-/// The end of stderr as one short printable string. The tail was cut at an
-/// arbitrary byte, so it may start inside a UTF-8 sequence; those leading
-/// continuation bytes are dropped and anything else that is not UTF-8 is
-/// replaced, so a binary or truncated tail still prints. Control characters
-/// are replaced too: the text reaches terminals and the state file.
-pub fn diagnostic(tail: &[u8]) -> String {
-    // A UTF-8 sequence has at most three continuation bytes after its lead.
-    let cut = tail
-        .iter()
-        .take(3)
-        .take_while(|&&b| (0x80..=0xBF).contains(&b))
-        .count();
-    let text = String::from_utf8_lossy(&tail[cut..]);
-    let text = text.trim();
-    let start = text
-        .char_indices()
-        .rev()
-        .nth(DIAGNOSTIC_CHARS - 1)
-        .map_or(0, |(index, _)| index);
-    crate::log::printable(text[start..].trim_start()).into_owned()
-}
-
-/// The last line of stderr, printable: what a shell or `env` says when the
-/// program a wrapper execs cannot be run (`exec: rch-bin: not found`).
-pub fn last_line(tail: &[u8]) -> String {
-    diagnostic(tail)
-        .lines()
-        .map(str::trim)
-        .rfind(|line| !line.is_empty())
-        .unwrap_or_default()
-        .to_owned()
 }
 
 /// The child could not be started at all, as opposed to a child that ran and

@@ -9,8 +9,8 @@
 //! whether rch's daemon answers where `rch` looks for it, what the journals
 //! look like, what the host and the environment hold that a timer's run
 //! would not) and changes nothing: no file is written, renamed or created,
-//! no lock taken, no program started but `<rch> --version` and `<rch> --json
-//! --format json daemon status`.
+//! no lock taken, no program started but `<rch> --version`, `<rch> jobs
+//! recover --help` and `<rch> --json --format json daemon status`.
 //!
 //! `--as ROUTE` answers for the run cron or a unit starts rather than for
 //! this shell: it re-executes this very binary in the environment that
@@ -149,6 +149,22 @@ fn rch(args: &RunArgs) -> Finding {
             String::new()
         }
     };
+    if let Err(why) = recovers(&found) {
+        return Finding::fail(
+            DoctorCheck::Rch,
+            ExitCode::Config,
+            format!(
+                "{}{}: `jobs recover --help` {why}: this rch cannot recover a lease (rch 1.x has no `jobs` command); a run would exit 78 at its first recovery",
+                found.display(),
+                if version.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({version})")
+                }
+            ),
+            "install rch 2.1 or later (the one rchd and its wrappers use), or point --rch / RCH_SWEEP_RCH at it",
+        );
+    }
     // A path with a slash is the same for any PATH.
     let by_path = explicit.is_none_or(|rch| rch.components().count() == 1 && !rch.is_absolute());
     if by_path {
@@ -323,6 +339,37 @@ fn version(rch: &Path) -> Version {
         line.map(|line| log::printable(line).chars().take(200).collect())
             .unwrap_or_else(|| "printed nothing".to_owned()),
     )
+}
+
+/// Whether `<rch> jobs recover --help` exits 0 within [`VERSION_DEADLINE`]:
+/// an `rch` that cannot recover a lease (rch 1.x has no `jobs` command;
+/// clap exits 2) would make a run's first recovery a configuration error.
+/// The error quotes its stderr's telling line (clap's `error:` line, else
+/// the last).
+fn recovers(rch: &Path) -> Result<(), String> {
+    let args = ["jobs".into(), "recover".into(), "--help".into()];
+    let spec = ChildSpec {
+        program: rch,
+        args: &args,
+        env: &[],
+    };
+    let report = child::run_capturing(&spec, Capture::StdoutAndStderr, VERSION_DEADLINE, &|| false)
+        .map_err(|error| format!("could not be started: {}", error.source))?;
+    let line = child::usage_line(&report.stderr_tail);
+    let said = if line.is_empty() {
+        String::new()
+    } else {
+        format!(", saying: {}", line.chars().take(200).collect::<String>())
+    };
+    match report.ending {
+        Ending::Exited(status) if status.success() => Ok(()),
+        Ending::Exited(status) => Err(format!("failed: {status}{said}")),
+        Ending::TimedOut => Err(format!(
+            "did not answer within {}s (killed)",
+            VERSION_DEADLINE.as_secs()
+        )),
+        Ending::Interrupted => Err("was interrupted".to_owned()),
+    }
 }
 
 /// The last non-empty line of a stderr tail, printable and at most 200

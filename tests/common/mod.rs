@@ -324,7 +324,8 @@ pub struct FakeRch<'a> {
     /// `--version`: its exit status is the last command's; by default it
     /// prints a version line.
     pub version: Option<&'a str>,
-    /// `jobs recover <WRAPPER_ID> --timeout-secs <N>`, with `$leases` set.
+    /// `jobs recover <WRAPPER_ID> --timeout-secs <N>`, with `$leases` set
+    /// (`jobs recover --help` prints a usage line and exits 0, as rch 2.1).
     pub recover: &'a str,
     /// Knows `daemon status` and asks the daemon before a recovery, as
     /// rch 2.1.24 does ([`World::daemon_rch`]); without, an older rch.
@@ -582,6 +583,8 @@ impl World {
                 "{first}\n\
                  if [ \"$*\" = --version ]; then\n{version}\nexit\nfi\n\
                  if [ \"$*\" = '--json --format json daemon status' ]; then\n{daemon_status}\nfi\n\
+                 if [ \"$*\" = 'jobs recover --help' ]; then\n\
+                 echo 'Usage: rch jobs recover [OPTIONS] <WRAPPER_ID>'\nexit 0\nfi\n\
                  if [ \"$1 $2\" != 'jobs recover' ]; then\n\
                  echo \"rch: usage: rch jobs recover <WRAPPER_ID> --timeout-secs <N> (fake; got: $*)\" >&2\nexit 2\nfi\n\
                  {RCH_LEASE_DIR_SH}\n{ask_daemon}\n{recover}",
