@@ -17,10 +17,10 @@
 
 use crate::child::{self, Capture, ChildSpec, Ending};
 use crate::exit::ExitCode;
-use crate::{config, log};
+use crate::{account, config, log};
 use std::ffi::{OsStr, OsString};
 use std::io::{self, Read, Write};
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::os::unix::net::UnixStream;
@@ -36,6 +36,11 @@ pub const REPLY_LIMIT: usize = 64 * 1024;
 /// Tries of the check before any recovery; the one after a failed
 /// recovery is a single try.
 pub const TRIES: u32 = 3;
+
+/// The longest the check waits without looking for a stop signal: each
+/// wait (rch's answer, connect, the reply, the pause between tries) is cut
+/// into slices no longer, so a stopped run ends within a second.
+const STOP_SLICE: Duration = Duration::from_millis(100);
 
 /// Shortens every wait of the check (connect, read, pause between tries)
 /// to this many milliseconds, in debug builds only: the tests' stand-in for
@@ -125,6 +130,8 @@ pub struct Report {
     pub answering_elsewhere: Option<PathBuf>,
     /// It answered before the recoveries and stopped answering during them.
     pub lost: bool,
+    /// Who listened and how long the reply took, when it answered.
+    pub answer: Option<Answer>,
 }
 
 /// The error each due lease is deferred with.
@@ -155,6 +162,7 @@ impl Report {
             error,
             answering_elsewhere: elsewhere.filter(|_| !up),
             lost: false,
+            answer: None,
         }
     }
 
@@ -370,15 +378,100 @@ pub fn usual_places(
     kept
 }
 
+/// Why `rch` named no socket for the run's check.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Unnamed {
+    /// It ran and gave no answer (exited non-zero, timed out, printed
+    /// anything else: an `rch` without the command): the run goes on as
+    /// before, unchecked.
+    NoAnswer(String),
+    /// It could not be started because the host is out of a process, a
+    /// thread or a descriptor now: the 75 of "One recovery".
+    HostFault(String),
+    /// It could not be started at all (the exec failed): the 78 of "One
+    /// recovery", as every recovery would fail the same way.
+    Unstartable(String),
+    /// A stop signal came while it was asked.
+    Stopped,
+}
+
+/// A stop signal came while the check waited: it ends there, and no
+/// further place is probed (SPEC "rch's daemon", step 7).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stopped;
+
+/// Whose listener a probe accepts (SPEC "rch's daemon", step 6).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Trust {
+    /// Only a process of this user or root: a socket rch found or one of
+    /// its usual places, where another user may have planted a listener.
+    ThisUser,
+    /// Whoever listens: a socket the operator named (`--socket`,
+    /// `RCH_SOCKET_PATH`).
+    Anyone,
+}
+
+impl ChosenBy {
+    /// A named socket is the operator's choice; one rch found is trusted
+    /// only when this user's.
+    pub fn trust(self) -> Trust {
+        match self {
+            ChosenBy::Option | ChosenBy::Environment => Trust::Anyone,
+            ChosenBy::Rch => Trust::ThisUser,
+        }
+    }
+}
+
+/// What a daemon that answered healthy showed of itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Answer {
+    /// The uid of the process listening (`SO_PEERCRED`).
+    pub listener: u32,
+    /// From the connect to the whole reply.
+    pub took: Duration,
+}
+
+/// How one probe of a socket ended, when it did not answer healthy.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NoAnswer {
+    /// Why it is not up.
+    Down(String),
+    Stopped,
+}
+
+impl From<String> for NoAnswer {
+    fn from(why: String) -> NoAnswer {
+        NoAnswer::Down(why)
+    }
+}
+
+/// Whether a listener of uid `listener` is this user's, for a process of
+/// uid `me`: the same uid, or root.
+pub fn is_this_users(listener: u32, me: u32) -> bool {
+    listener == me || listener == 0
+}
+
+/// Why another user's listener is not taken for rch's daemon.
+pub fn foreign_listener(socket: &Path, listener: u32) -> String {
+    let whose = match account::user_name(listener) {
+        Some(name) => format!("uid {listener} ({name})"),
+        None => format!("uid {listener}"),
+    };
+    format!(
+        "the process listening at {} is {whose}, not this user's",
+        socket.display()
+    )
+}
+
 /// Where the run's daemon is: `explicit` (`--socket` or `RCH_SOCKET_PATH`,
 /// taken without asking), else what `rch` says it resolves, asked in the
-/// children's environment `env`. The error says why `rch` named none.
+/// children's environment `env`.
 pub fn which(
     explicit: Option<&Path>,
     rch: &Path,
     env: &[(OsString, OsString)],
     stop: &dyn Fn() -> bool,
-) -> Result<(PathBuf, ChosenBy), String> {
+) -> Result<(PathBuf, ChosenBy), Unnamed> {
     if let Some(socket) = explicit {
         let from_env =
             config::process_env("RCH_SOCKET_PATH").is_some_and(|value| Path::new(&value) == socket);
@@ -394,12 +487,13 @@ pub fn which(
 
 /// Runs `<rch> --json --format json daemon status` as a recovery would run
 /// (same environment additions, a process group of its own, killed past
-/// [`STATUS_DEADLINE`]) and reads the socket from its answer.
+/// [`STATUS_DEADLINE`] or at a stop signal) and reads the socket from its
+/// answer.
 pub fn ask_rch(
     rch: &Path,
     env: &[(OsString, OsString)],
     stop: &dyn Fn() -> bool,
-) -> Result<PathBuf, String> {
+) -> Result<PathBuf, Unnamed> {
     let args: Vec<OsString> = ["--json", "--format", "json", "daemon", "status"]
         .into_iter()
         .map(OsString::from)
@@ -409,84 +503,133 @@ pub fn ask_rch(
         args: &args,
         env,
     };
-    let report = child::run_capturing(&spec, Capture::Stdout, STATUS_DEADLINE, stop)
-        .map_err(|error| format!("could not be started: {}", error.source))?;
+    let report =
+        child::run_capturing(&spec, Capture::Stdout, STATUS_DEADLINE, stop).map_err(|error| {
+            match child::shortage(&error.source) {
+                Some(what) => Unnamed::HostFault(format!(
+                    "the host could not start `{} --json --format json daemon status` ({what}): {error}",
+                    rch.display()
+                )),
+                None => Unnamed::Unstartable(format!(
+                    "`{} --json --format json daemon status` could not be started: {error}",
+                    rch.display()
+                )),
+            }
+        })?;
+    let no_answer = |why: String| Err(Unnamed::NoAnswer(why));
     match report.ending {
-        Ending::Exited(status) if status.success() && report.tail_overflowed => Err(format!(
+        Ending::Exited(status) if status.success() && report.tail_overflowed => no_answer(format!(
             "printed more than {} KiB, more than rch's answer takes",
             child::ANSWER_BYTES / 1024
         )),
-        Ending::Exited(status) if status.success() => parse_status(&report.tail),
-        Ending::Exited(status) => Err(format!("failed: {status}")),
-        Ending::TimedOut => Err(format!(
+        Ending::Exited(status) if status.success() => {
+            parse_status(&report.tail).map_err(Unnamed::NoAnswer)
+        }
+        Ending::Exited(status) => no_answer(format!("failed: {status}")),
+        Ending::TimedOut => no_answer(format!(
             "did not answer within {}s (killed)",
             STATUS_DEADLINE.as_secs()
         )),
-        Ending::Interrupted => Err("was interrupted".to_owned()),
+        Ending::Interrupted => Err(Unnamed::Stopped),
     }
 }
 
-/// The whole check of `socket`: up to [`TRIES`] tries `waits.pause` apart;
-/// when none answers, the first other usual place where a daemon of this
-/// user answers.
+/// The whole check of `socket`: up to [`TRIES`] tries `waits.pause` apart,
+/// accepting a listener as `chosen_by` says; when none answers, the first
+/// other usual place where a daemon of this user answers. A stop signal
+/// ends it wherever it waits.
 pub fn check(
     socket: PathBuf,
     chosen_by: ChosenBy,
     waits: &Waits,
     stop: &dyn Fn() -> bool,
-) -> Report {
-    let mut probed = probe(&socket, waits);
+) -> Result<Report, Stopped> {
+    let trust = chosen_by.trust();
+    let mut probed = probe(&socket, waits, trust, stop);
     for _ in 1..TRIES {
-        if probed.is_ok() || stop() {
-            break;
+        match probed {
+            Ok(_) => break,
+            Err(NoAnswer::Stopped) => return Err(Stopped),
+            Err(NoAnswer::Down(_)) => {}
         }
-        std::thread::sleep(waits.pause);
-        probed = probe(&socket, waits);
+        pause(waits.pause, stop)?;
+        probed = probe(&socket, waits, trust, stop);
     }
+    let (probed, answer) = match probed {
+        Ok(answer) => (Ok(()), Some(answer)),
+        Err(NoAnswer::Stopped) => return Err(Stopped),
+        Err(NoAnswer::Down(why)) => (Err(why), None),
+    };
     let elsewhere = match probed {
         Ok(()) => None,
-        Err(_) => answering_elsewhere(&socket, waits),
+        Err(_) => answering_elsewhere(&socket, waits, stop)?,
     };
-    Report::new(socket, chosen_by, probed, elsewhere)
+    let mut report = Report::new(socket, chosen_by, probed, elsewhere);
+    report.answer = answer;
+    Ok(report)
 }
 
-/// The first of rch's other usual places where a socket of this user's
-/// answers healthy (one try each); not the chosen socket under another name.
-fn answering_elsewhere(socket: &Path, waits: &Waits) -> Option<PathBuf> {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let uid = unsafe { libc::geteuid() };
-    let chosen = std::fs::metadata(socket).ok().map(|m| (m.dev(), m.ino()));
-    usual_places(socket, config::process_env, uid)
-        .into_iter()
-        .find(|place| {
-            let Ok(meta) = std::fs::symlink_metadata(place) else {
-                return false;
-            };
-            meta.file_type().is_socket()
-                && meta.uid() == uid
-                && chosen != Some((meta.dev(), meta.ino()))
-                && probe(place, waits).is_ok()
-        })
-}
-
-/// One try: connect, `GET /health\n`, half-close, read the reply, judge it.
-pub fn probe(socket: &Path, waits: &Waits) -> Result<(), String> {
-    let reply = exchange(socket, waits)?;
-    judge_reply(&reply)
-}
-
-fn exchange(socket: &Path, waits: &Waits) -> Result<Vec<u8>, String> {
-    let mut stream = connect(socket, waits.connect).map_err(|error| match error.kind() {
-        io::ErrorKind::NotFound => "no socket there".to_owned(),
-        io::ErrorKind::ConnectionRefused => {
-            "connection refused (a socket file with no daemon behind it)".to_owned()
+/// Sleeps `length` in short slices, ending early at a stop signal.
+fn pause(length: Duration, stop: &dyn Fn() -> bool) -> Result<(), Stopped> {
+    let until = Instant::now() + length;
+    loop {
+        if stop() {
+            return Err(Stopped);
         }
-        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => format!(
-            "it did not accept the connection within {}",
-            seconds(waits.connect)
-        ),
-        _ => format!("cannot connect: {error}"),
-    })?;
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Ok(());
+        }
+        std::thread::sleep(left.min(STOP_SLICE));
+    }
+}
+
+/// The first of rch's other usual places where a socket of this user's,
+/// listened on by this user or root, answers healthy (one try each); not
+/// the chosen socket under another name.
+fn answering_elsewhere(
+    socket: &Path,
+    waits: &Waits,
+    stop: &dyn Fn() -> bool,
+) -> Result<Option<PathBuf>, Stopped> {
+    let uid = account::euid();
+    let chosen = std::fs::metadata(socket).ok().map(|m| (m.dev(), m.ino()));
+    for place in usual_places(socket, config::process_env, uid) {
+        let Ok(meta) = std::fs::symlink_metadata(&place) else {
+            continue;
+        };
+        if !meta.file_type().is_socket()
+            || meta.uid() != uid
+            || chosen == Some((meta.dev(), meta.ino()))
+        {
+            continue;
+        }
+        match probe(&place, waits, Trust::ThisUser, stop) {
+            Ok(_) => return Ok(Some(place)),
+            Err(NoAnswer::Stopped) => return Err(Stopped),
+            Err(NoAnswer::Down(_)) => {}
+        }
+    }
+    Ok(None)
+}
+
+/// One try: connect, check who listens (`trust`), `GET /health\n`,
+/// half-close, read the reply, judge it. Each wait is cut into slices of
+/// at most [`STOP_SLICE`], so a stop signal ends it within one.
+pub fn probe(
+    socket: &Path,
+    waits: &Waits,
+    trust: Trust,
+    stop: &dyn Fn() -> bool,
+) -> Result<Answer, NoAnswer> {
+    let started = Instant::now();
+    let mut stream = connect_within(socket, waits.connect, stop)?;
+    let listener = peer_uid(&stream)
+        .map_err(|error| format!("cannot tell who listens at {}: {error}", socket.display()))?;
+    if trust == Trust::ThisUser && !is_this_users(listener, account::euid()) {
+        // Nothing is sent to another user's process.
+        return Err(foreign_listener(socket, listener).into());
+    }
     let sent = stream
         .set_write_timeout(Some(waits.connect))
         .and_then(|()| stream.write_all(b"GET /health\n"))
@@ -497,39 +640,168 @@ fn exchange(socket: &Path, waits: &Waits) -> Result<Vec<u8>, String> {
                 "it closed the connection without a reply".to_owned()
             }
             _ => format!("cannot send the health request: {error}"),
-        });
+        }
+        .into());
     }
-    read_reply(&mut stream, waits.read)
+    let reply = read_reply(&mut stream, waits.read, stop)?;
+    judge_reply(&reply)?;
+    Ok(Answer {
+        listener,
+        took: started.elapsed(),
+    })
+}
+
+/// Connects within `timeout`, a slice at a time (a fresh socket each), so
+/// a stop signal is seen while a full listen queue keeps it waiting; an
+/// error says what is at the path when it is not a listening socket.
+fn connect_within(
+    socket: &Path,
+    timeout: Duration,
+    stop: &dyn Fn() -> bool,
+) -> Result<UnixStream, NoAnswer> {
+    let until = Instant::now() + timeout;
+    loop {
+        if stop() {
+            return Err(NoAnswer::Stopped);
+        }
+        let left = until.saturating_duration_since(Instant::now());
+        let error = match connect(socket, left.min(STOP_SLICE).max(Duration::from_millis(1))) {
+            Ok(stream) => return Ok(stream),
+            Err(error) => error,
+        };
+        let waited = matches!(
+            error.kind(),
+            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+        );
+        if waited && !until.saturating_duration_since(Instant::now()).is_zero() {
+            continue;
+        }
+        let why = match error.kind() {
+            io::ErrorKind::NotFound => not_there(socket),
+            io::ErrorKind::ConnectionRefused => refused(path_kind(socket, true)),
+            _ if waited => format!(
+                "it did not accept the connection within {}",
+                seconds(timeout)
+            ),
+            _ => format!("cannot connect: {error}"),
+        };
+        return Err(NoAnswer::Down(why));
+    }
+}
+
+/// What is at a path, as a message names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PathKind {
+    Socket,
+    Directory,
+    Fifo,
+    RegularFile,
+    Device,
+    /// A symbolic link whose target does not exist.
+    DanglingLink,
+}
+
+impl PathKind {
+    fn article(self) -> &'static str {
+        match self {
+            PathKind::Socket => "a socket",
+            PathKind::Directory => "a directory",
+            PathKind::Fifo => "a FIFO",
+            PathKind::RegularFile => "a regular file",
+            PathKind::Device => "a device",
+            PathKind::DanglingLink => "a symbolic link to nothing",
+        }
+    }
+}
+
+/// What is at `path` (its target when `follow`, as `connect` follows a
+/// link); None when nothing is.
+fn path_kind(path: &Path, follow: bool) -> Option<PathKind> {
+    let meta = if follow {
+        std::fs::metadata(path)
+    } else {
+        std::fs::symlink_metadata(path)
+    };
+    let Ok(meta) = meta else {
+        let dangling = follow
+            && std::fs::symlink_metadata(path).is_ok_and(|meta| meta.file_type().is_symlink());
+        return dangling.then_some(PathKind::DanglingLink);
+    };
+    let kind = meta.file_type();
+    Some(if kind.is_socket() {
+        PathKind::Socket
+    } else if kind.is_dir() {
+        PathKind::Directory
+    } else if kind.is_fifo() {
+        PathKind::Fifo
+    } else if kind.is_file() {
+        PathKind::RegularFile
+    } else if kind.is_symlink() {
+        PathKind::DanglingLink
+    } else {
+        PathKind::Device
+    })
+}
+
+/// Why a connect found nothing to connect to (ENOENT).
+fn not_there(socket: &Path) -> String {
+    match path_kind(socket, true) {
+        Some(PathKind::DanglingLink) => {
+            "no socket at all (a symbolic link to a path where nothing is)".to_owned()
+        }
+        _ => "no socket at all (nothing is at that path)".to_owned(),
+    }
+}
+
+/// Why a connect was refused, by what is at the path: Linux refuses a
+/// connect to a directory, a FIFO or a file just as to a socket nobody
+/// listens on.
+pub fn refused(kind: Option<PathKind>) -> String {
+    match kind {
+        Some(PathKind::Socket) | None => {
+            "connection refused (a socket file with no daemon behind it)".to_owned()
+        }
+        Some(kind) => format!(
+            "there is {} at that path, not a socket (connection refused)",
+            kind.article()
+        ),
+    }
 }
 
 /// Reads until EOF, [`REPLY_LIMIT`] bytes, or `within` has passed since
-/// the request (one deadline for the whole reply, however it trickles in).
-fn read_reply(stream: &mut UnixStream, within: Duration) -> Result<Vec<u8>, String> {
+/// the request (one deadline for the whole reply, however it trickles in),
+/// a slice at a time so a stop signal is seen.
+fn read_reply(
+    stream: &mut UnixStream,
+    within: Duration,
+    stop: &dyn Fn() -> bool,
+) -> Result<Vec<u8>, NoAnswer> {
     let deadline = Instant::now() + within;
     let mut reply = Vec::new();
     let mut chunk = [0u8; 8192];
     while reply.len() < REPLY_LIMIT {
+        if stop() {
+            return Err(NoAnswer::Stopped);
+        }
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Err(no_reply(within, &reply));
+            return Err(no_reply(within, &reply).into());
         }
         stream
-            .set_read_timeout(Some(left))
+            .set_read_timeout(Some(left.min(STOP_SLICE)))
             .map_err(|error| format!("cannot read the reply: {error}"))?;
         match stream.read(&mut chunk) {
             Ok(0) => break,
             Ok(n) => reply.extend_from_slice(&chunk[..n.min(REPLY_LIMIT - reply.len())]),
-            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
             Err(error)
                 if matches!(
                     error.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                ) =>
-            {
-                return Err(no_reply(within, &reply));
-            }
+                    io::ErrorKind::Interrupted
+                        | io::ErrorKind::WouldBlock
+                        | io::ErrorKind::TimedOut
+                ) => {}
             Err(error) if error.kind() == io::ErrorKind::ConnectionReset => break,
-            Err(error) => return Err(format!("cannot read the reply: {error}")),
+            Err(error) => return Err(format!("cannot read the reply: {error}").into()),
         }
     }
     Ok(reply)
@@ -544,12 +816,37 @@ fn no_reply(within: Duration, partial: &[u8]) -> String {
 }
 
 /// "3s", or "250ms" under a second (the tests' shortened waits).
-fn seconds(duration: Duration) -> String {
+pub fn seconds(duration: Duration) -> String {
     if duration.subsec_millis() == 0 && duration.as_secs() > 0 {
         format!("{}s", duration.as_secs())
     } else {
         format!("{}ms", duration.as_millis())
     }
+}
+
+/// The uid of the process at the other end of a connected Unix socket, as
+/// the kernel recorded it when that process listened (`SO_PEERCRED`).
+/// (std's `UnixStream::peer_cred` is not stable.)
+fn peer_uid(stream: &UnixStream) -> io::Result<u32> {
+    // SAFETY: ucred is plain old data; all zeroes is a valid value.
+    let mut credentials: libc::ucred = unsafe { std::mem::zeroed() };
+    let mut length = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: the descriptor is the stream's own, open for the call;
+    // `credentials` is a valid ucred that outlives the call, and `length`
+    // holds its size, which the kernel writes no further than.
+    let rc = unsafe {
+        libc::getsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut credentials as *mut libc::ucred).cast(),
+            &mut length,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(credentials.uid)
 }
 
 /// A blocking connect to the Unix socket at `path`, bounded by `timeout`:
@@ -784,17 +1081,17 @@ mod tests {
 
     #[test]
     fn down_is_75_and_says_socket_how_and_fix() {
-        let down = report(ChosenBy::Environment, Err("no socket there".into()), None);
+        let down = report(ChosenBy::Environment, Err("no socket at all (nothing is at that path)".into()), None);
         assert_eq!(down.exit_code(), ExitCode::TempFail);
         assert_eq!(
             down.lease_error(),
-            "rch's daemon at /home/a/.cache/rch/rch.sock is not answering: no socket there"
+            "rch's daemon at /home/a/.cache/rch/rch.sock is not answering: no socket at all (nothing is at that path)"
         );
         let message = down.message().expect("message");
         for words in [
             "/home/a/.cache/rch/rch.sock",
             "named by RCH_SOCKET_PATH",
-            "no socket there",
+            "no socket at all",
             "no lease was charged",
             "systemctl --user start rchd",
         ] {
@@ -806,7 +1103,7 @@ mod tests {
     fn answering_elsewhere_is_78_and_names_both_paths_and_the_variable() {
         let wrong = report(
             ChosenBy::Rch,
-            Err("no socket there".into()),
+            Err("no socket at all (nothing is at that path)".into()),
             Some("/run/user/1000/rch.sock"),
         );
         assert_eq!(wrong.exit_code(), ExitCode::Config);
@@ -822,7 +1119,7 @@ mod tests {
         }
         let named = report(
             ChosenBy::Option,
-            Err("no socket there".into()),
+            Err("no socket at all (nothing is at that path)".into()),
             Some("/tmp/rch.sock"),
         );
         assert!(
@@ -837,19 +1134,97 @@ mod tests {
         let mut report = report(ChosenBy::Rch, Ok(()), None);
         let lease_error = format!(
             "{} (after the recovery failed: exit status: 1)",
-            not_answering(&report.socket, "no socket there")
+            not_answering(&report.socket, "no socket at all")
         );
         report.lose(&lease_error);
         assert!(!report.up && report.lost);
         assert_eq!(
             report.error.as_deref(),
-            Some("no socket there (after the recovery failed: exit status: 1)")
+            Some("no socket at all (after the recovery failed: exit status: 1)")
         );
         assert_eq!(report.exit_code(), ExitCode::TempFail);
         assert!(
             report
                 .message()
                 .is_some_and(|m| m.contains("stopped answering during the run"))
+        );
+    }
+
+    #[test]
+    fn only_this_users_or_roots_listener_is_this_users() {
+        assert!(is_this_users(1000, 1000));
+        assert!(is_this_users(0, 1000));
+        assert!(is_this_users(0, 0));
+        assert!(!is_this_users(65534, 1000));
+        assert!(!is_this_users(1000, 0));
+        assert_eq!(ChosenBy::Rch.trust(), Trust::ThisUser);
+        assert_eq!(ChosenBy::Option.trust(), Trust::Anyone);
+        assert_eq!(ChosenBy::Environment.trust(), Trust::Anyone);
+        let why = foreign_listener(Path::new("/tmp/rch.sock"), 4_000_000_000);
+        assert_eq!(
+            why,
+            "the process listening at /tmp/rch.sock is uid 4000000000, not this user's"
+        );
+    }
+
+    #[test]
+    fn a_refused_connect_names_what_is_at_the_path() {
+        assert_eq!(
+            refused(Some(PathKind::Socket)),
+            "connection refused (a socket file with no daemon behind it)"
+        );
+        for (kind, words) in [
+            (PathKind::Directory, "there is a directory at that path, not a socket"),
+            (PathKind::Fifo, "there is a FIFO at that path, not a socket"),
+            (PathKind::RegularFile, "there is a regular file at that path, not a socket"),
+            (PathKind::Device, "there is a device at that path, not a socket"),
+        ] {
+            assert!(refused(Some(kind)).starts_with(words), "{kind:?}");
+        }
+    }
+
+    #[test]
+    fn what_is_at_a_path_is_told_by_its_kind() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let at = |name: &str| dir.path().join(name);
+        std::fs::create_dir(at("dir")).expect("mkdir");
+        std::fs::write(at("file"), "x").expect("write");
+        std::os::unix::fs::symlink(at("nowhere"), at("dangling")).expect("symlink");
+        let listener = std::os::unix::net::UnixListener::bind(at("sock")).expect("bind");
+        assert_eq!(path_kind(&at("dir"), true), Some(PathKind::Directory));
+        assert_eq!(path_kind(&at("file"), true), Some(PathKind::RegularFile));
+        assert_eq!(path_kind(&at("sock"), true), Some(PathKind::Socket));
+        assert_eq!(path_kind(&at("dangling"), true), Some(PathKind::DanglingLink));
+        assert_eq!(path_kind(&at("nothing"), true), None);
+        assert!(not_there(&at("dangling")).contains("symbolic link"));
+        assert!(not_there(&at("nothing")).starts_with("no socket at all"));
+        // The listener's own uid is this process's.
+        let stream = UnixStream::connect(at("sock")).expect("connect");
+        assert_eq!(peer_uid(&stream).expect("SO_PEERCRED"), account::euid());
+        drop(listener);
+    }
+
+    #[test]
+    fn a_stop_ends_every_wait_of_the_check() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let socket = dir.path().join("silent.sock");
+        // Accepts (the kernel's queue does) and never answers.
+        let _listener = std::os::unix::net::UnixListener::bind(&socket).expect("bind");
+        let waits = Waits {
+            connect: Duration::from_secs(30),
+            read: Duration::from_secs(30),
+            pause: Duration::from_secs(30),
+        };
+        let started = Instant::now();
+        let stop_after = |ms: u64| move || started.elapsed() > Duration::from_millis(ms);
+        assert_eq!(
+            probe(&socket, &waits, Trust::Anyone, &stop_after(200)),
+            Err(NoAnswer::Stopped)
+        );
+        assert_eq!(pause(waits.pause, &|| true), Err(Stopped));
+        assert_eq!(
+            check(socket, ChosenBy::Option, &waits, &|| true),
+            Err(Stopped)
         );
     }
 

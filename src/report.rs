@@ -572,19 +572,19 @@ mod tests {
         s.daemon = Some(daemon::Report::new(
             "/home/a/.cache/rch/rch.sock".into(),
             daemon::ChosenBy::Rch,
-            Err("no socket there".into()),
+            Err("no socket at all (nothing is at that path)".into()),
             Some("/run/user/1000/rch.sock".into()),
         ));
         let value: serde_json::Value = serde_json::from_str(&s.json()).expect("json");
         assert_eq!(
             value["daemon"],
             serde_json::json!({"socket": "/home/a/.cache/rch/rch.sock", "chosen_by": "rch",
-                "up": false, "error": "no socket there",
+                "up": false, "error": "no socket at all (nothing is at that path)",
                 "answering_elsewhere": "/run/user/1000/rch.sock"})
         );
         let text = s.human(false);
         assert!(
-            text.contains("rch's daemon does not answer at /home/a/.cache/rch/rch.sock (as rch resolves it): no socket there; one answers at /run/user/1000/rch.sock\n"),
+            text.contains("rch's daemon does not answer at /home/a/.cache/rch/rch.sock (as rch resolves it): no socket at all (nothing is at that path); one answers at /run/user/1000/rch.sock\n"),
             "{text}"
         );
         s.daemon = Some(daemon::Report::new(

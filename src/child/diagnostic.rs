@@ -126,6 +126,31 @@ mod tests {
     use super::*;
 
     #[test]
+    fn diagnostic_prints_cut_tails_and_is_bounded() {
+        let e_acute = "é".as_bytes();
+        let mut cut = vec![e_acute[1]];
+        cut.extend_from_slice(b"tail text");
+        let text = diagnostic(&cut);
+        assert!(text.ends_with("tail text"), "{text:?}");
+
+        let mut invalid = vec![0xFFu8];
+        invalid.extend_from_slice(b"after");
+        assert_eq!(diagnostic(&invalid), "\u{FFFD}after");
+
+        let text = diagnostic(&[b'x'; 1000]);
+        assert_eq!(text.chars().count(), DIAGNOSTIC_CHARS);
+
+        let wide = "é".repeat(1000);
+        assert_eq!(
+            diagnostic(wide.as_bytes()).chars().count(),
+            DIAGNOSTIC_CHARS
+        );
+
+        assert_eq!(diagnostic(b"last line\n\n"), "last line");
+        assert_eq!(diagnostic(b" \n"), "");
+    }
+
+    #[test]
     fn colour_and_title_sequences_are_taken_out() {
         assert_eq!(
             strip_escapes("\u{1b}[1;33mwarning\u{1b}[0m: update check failed"),

@@ -241,6 +241,7 @@ fn daemon(target: &Target, args: &RunArgs) -> (Finding, Option<PathBuf>) {
         rch,
         socket: None,
         daemon_waits: None,
+        daemon_trust: daemon::Trust::ThisUser,
         lease_dir: target.lease_dir.resolved.clone(),
         state_home: target.lease_dir.state_home().to_path_buf(),
         recover_timeout: Duration::ZERO,
@@ -254,7 +255,7 @@ fn daemon(target: &Target, args: &RunArgs) -> (Finding, Option<PathBuf>) {
         &|| false,
     ) {
         Ok(found) => found,
-        Err(why) => {
+        Err(daemon::Unnamed::NoAnswer(why)) => {
             let finding = Finding::warn(
                 check,
                 format!(
@@ -265,16 +266,80 @@ fn daemon(target: &Target, args: &RunArgs) -> (Finding, Option<PathBuf>) {
             );
             return (finding, None);
         }
+        Err(
+            daemon::Unnamed::HostFault(why) | daemon::Unnamed::Unstartable(why),
+        ) => {
+            let finding = Finding::warn(
+                check,
+                format!("not checked: {why}"),
+                "see the rch check above; a run that cannot ask rch starts no recovery (75 or 78)",
+            );
+            return (finding, None);
+        }
+        Err(daemon::Unnamed::Stopped) => {
+            return (Finding::warn(check, "not checked: interrupted", ""), None);
+        }
     };
     let named_by_rch = (chosen_by == daemon::ChosenBy::Rch).then(|| socket.clone());
-    let report = daemon::check(socket, chosen_by, &daemon::Waits::for_this_build(), &|| {
+    let Ok(report) = daemon::check(socket, chosen_by, &daemon::Waits::for_this_build(), &|| {
         false
-    });
-    let finding = match report.fix() {
-        None => Finding::ok(check, report.line()),
-        Some(fix) => Finding::fail(check, report.exit_code(), report.line(), fix),
+    }) else {
+        return (Finding::warn(check, "not checked: interrupted", ""), None);
     };
-    (finding, named_by_rch)
+    (daemon_finding(&report), named_by_rch)
+}
+
+/// How long a daemon may take to answer before doctor warns: rch itself
+/// gives up connecting after 3 s.
+const SLOW_REPLY: Duration = Duration::from_secs(3);
+
+/// The `daemon` check's finding from the check's report: a fail when it
+/// does not answer (as a run would stop), a warning when it answers slowly
+/// or its listener is another user's (only a socket named explicitly is
+/// used so), else ok with the reply's time.
+fn daemon_finding(report: &daemon::Report) -> Finding {
+    let check = DoctorCheck::Daemon;
+    if let Some(fix) = report.fix() {
+        return Finding::fail(check, report.exit_code(), report.line(), fix);
+    }
+    let Some(answer) = report.answer else {
+        return Finding::ok(check, report.line());
+    };
+    let found = format!("{}, in {}", report.line(), took(answer.took));
+    let mut warnings = Vec::new();
+    let mut fixes = Vec::new();
+    if !daemon::is_this_users(answer.listener, account::euid()) {
+        warnings.push(format!(
+            "{}: every recovery would go to it",
+            daemon::foreign_listener(&report.socket, answer.listener)
+        ));
+        fixes.push("name the socket of this user's own rch daemon (--socket / RCH_SOCKET_PATH), unless that user's daemon is meant to serve this one");
+    }
+    if answer.took > SLOW_REPLY {
+        warnings.push(format!(
+            "its reply took longer than {} (rch itself gives up connecting after 3 s)",
+            took(SLOW_REPLY)
+        ));
+        fixes.push("find out why rch's daemon is slow (systemctl --user status rchd, its log, the host's load)");
+    }
+    if warnings.is_empty() {
+        Finding::ok(check, found)
+    } else {
+        Finding::warn(
+            check,
+            format!("{found}; {}", warnings.join("; ")),
+            fixes.join("; "),
+        )
+    }
+}
+
+/// `12 ms`, or `3.4 s` from a second on.
+fn took(duration: Duration) -> String {
+    if duration < Duration::from_secs(1) {
+        format!("{} ms", duration.as_millis())
+    } else {
+        format!("{:.1} s", duration.as_secs_f64())
+    }
 }
 
 /// Whether two paths name one file (a `PATH` entry may reach it through a
