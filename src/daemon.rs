@@ -1081,7 +1081,11 @@ mod tests {
 
     #[test]
     fn down_is_75_and_says_socket_how_and_fix() {
-        let down = report(ChosenBy::Environment, Err("no socket at all (nothing is at that path)".into()), None);
+        let down = report(
+            ChosenBy::Environment,
+            Err("no socket at all (nothing is at that path)".into()),
+            None,
+        );
         assert_eq!(down.exit_code(), ExitCode::TempFail);
         assert_eq!(
             down.lease_error(),
@@ -1174,10 +1178,19 @@ mod tests {
             "connection refused (a socket file with no daemon behind it)"
         );
         for (kind, words) in [
-            (PathKind::Directory, "there is a directory at that path, not a socket"),
+            (
+                PathKind::Directory,
+                "there is a directory at that path, not a socket",
+            ),
             (PathKind::Fifo, "there is a FIFO at that path, not a socket"),
-            (PathKind::RegularFile, "there is a regular file at that path, not a socket"),
-            (PathKind::Device, "there is a device at that path, not a socket"),
+            (
+                PathKind::RegularFile,
+                "there is a regular file at that path, not a socket",
+            ),
+            (
+                PathKind::Device,
+                "there is a device at that path, not a socket",
+            ),
         ] {
             assert!(refused(Some(kind)).starts_with(words), "{kind:?}");
         }
@@ -1194,7 +1207,10 @@ mod tests {
         assert_eq!(path_kind(&at("dir"), true), Some(PathKind::Directory));
         assert_eq!(path_kind(&at("file"), true), Some(PathKind::RegularFile));
         assert_eq!(path_kind(&at("sock"), true), Some(PathKind::Socket));
-        assert_eq!(path_kind(&at("dangling"), true), Some(PathKind::DanglingLink));
+        assert_eq!(
+            path_kind(&at("dangling"), true),
+            Some(PathKind::DanglingLink)
+        );
         assert_eq!(path_kind(&at("nothing"), true), None);
         assert!(not_there(&at("dangling")).contains("symbolic link"));
         assert!(not_there(&at("nothing")).starts_with("no socket at all"));

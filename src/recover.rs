@@ -224,7 +224,13 @@ fn attempt(settings: &Settings, candidate: &Candidate, stop: &dyn Fn() -> bool) 
                 Ok(()) => AttemptOutcome::Recovered,
                 Err(why) => failed(settings, id, report.pid, why.into(), stop),
             },
-            Err(_) => failed(settings, id, report.pid, judge::NOT_ACKNOWLEDGED.into(), stop),
+            Err(_) => failed(
+                settings,
+                id,
+                report.pid,
+                judge::NOT_ACKNOWLEDGED.into(),
+                stop,
+            ),
         },
     }
 }
@@ -238,8 +244,7 @@ fn failed(
     error: String,
     stop: &dyn Fn() -> bool,
 ) -> AttemptOutcome {
-    failure_not_its_own(settings, id, child, &error, stop)
-        .unwrap_or(AttemptOutcome::Failed(error))
+    failure_not_its_own(settings, id, child, &error, stop).unwrap_or(AttemptOutcome::Failed(error))
 }
 
 /// Was this failure the lease's own? Looked at again after a child failed

@@ -180,7 +180,12 @@ mod tests {
         // The window starts inside the warnings line: cut to the next line.
         assert_eq!(diagnostic(stderr.as_bytes()), long);
         // A window that starts just after a newline keeps its first line.
-        let exact = format!("{}\n{}\n{}", "a".repeat(50), "b".repeat(99), "c".repeat(300));
+        let exact = format!(
+            "{}\n{}\n{}",
+            "a".repeat(50),
+            "b".repeat(99),
+            "c".repeat(300)
+        );
         assert_eq!(
             diagnostic(exact.as_bytes()),
             format!("{}\n{}", "b".repeat(99), "c".repeat(300))
@@ -197,7 +202,10 @@ mod tests {
         let clap = b"error: unrecognized subcommand 'jobs'\n\nUsage: rch [OPTIONS] <COMMAND>\n\nFor more information, try '--help'.\n";
         assert_eq!(usage_line(clap), "error: unrecognized subcommand 'jobs'");
         assert_eq!(last_line(clap), "For more information, try '--help'.");
-        assert_eq!(usage_line(b"sh: 1: rch-bin: not found\n"), "sh: 1: rch-bin: not found");
+        assert_eq!(
+            usage_line(b"sh: 1: rch-bin: not found\n"),
+            "sh: 1: rch-bin: not found"
+        );
         assert_eq!(usage_line(b""), "");
     }
 }

@@ -266,9 +266,7 @@ fn daemon(target: &Target, args: &RunArgs) -> (Finding, Option<PathBuf>) {
             );
             return (finding, None);
         }
-        Err(
-            daemon::Unnamed::HostFault(why) | daemon::Unnamed::Unstartable(why),
-        ) => {
+        Err(daemon::Unnamed::HostFault(why) | daemon::Unnamed::Unstartable(why)) => {
             let finding = Finding::warn(
                 check,
                 format!("not checked: {why}"),

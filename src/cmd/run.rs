@@ -375,10 +375,7 @@ fn recoveries(
     };
     let max = usize::from(run.args.max_recoveries);
     let (attempts, mut daemon) = match check {
-        DaemonCheck::Unchecked => (
-            dispatch::recover_due(candidates, due, max, &settings),
-            None,
-        ),
+        DaemonCheck::Unchecked => (dispatch::recover_due(candidates, due, max, &settings), None),
         DaemonCheck::Checked(report) if report.up => (
             dispatch::recover_due(candidates, due, max, &settings),
             Some(report),
