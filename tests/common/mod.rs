@@ -370,9 +370,20 @@ pub struct FakeDaemon {
 impl FakeDaemon {
     /// Starts it at `socket` and returns once it accepts connections.
     pub fn start(socket: &Path, reply: Reply) -> FakeDaemon {
+        FakeDaemon::launch(socket, reply, &mut Command::new("python3"))
+    }
+
+    /// Started as `nobody` (needs root): another user's listener, as one
+    /// planted at a shared path. The socket's folder must let `nobody` in
+    /// and write there (the socket and its request log).
+    pub fn start_as_nobody(socket: &Path, reply: Reply) -> FakeDaemon {
+        FakeDaemon::launch(socket, reply, as_nobody(&mut Command::new("python3")))
+    }
+
+    fn launch(socket: &Path, reply: Reply, python: &mut Command) -> FakeDaemon {
         use std::io::BufRead;
         let log = socket.with_extension("requests");
-        let mut child = Command::new("python3")
+        let mut child = python
             .arg(FAKE_RCHD)
             .arg("--socket")
             .arg(socket)
@@ -397,10 +408,11 @@ impl FakeDaemon {
         }
     }
 
-    /// The health requests it was sent.
+    /// The health requests it was sent (a connection that sent nothing
+    /// logs an empty line: no request).
     pub fn requests(&self) -> usize {
         std::fs::read_to_string(&self.log)
-            .map(|text| text.lines().count())
+            .map(|text| text.lines().filter(|line| !line.is_empty()).count())
             .unwrap_or(0)
     }
 
