@@ -84,6 +84,9 @@ pub struct Report {
     pub lost: bool,
     /// Who listened and how long the reply took, when it answered.
     pub answer: Option<Answer>,
+    /// The uid of another user's process found listening at the socket,
+    /// which therefore counts as not answering.
+    pub foreign_listener: Option<u32>,
 }
 
 /// The error each due lease is deferred with.
@@ -115,6 +118,7 @@ impl Report {
             answering_elsewhere: elsewhere.filter(|_| !up),
             lost: false,
             answer: None,
+            foreign_listener: None,
         }
     }
 
@@ -181,6 +185,10 @@ impl Report {
         }
         Some(match &self.answering_elsewhere {
             Some(other) => format!("Point rch at it: {}", point_at(other, self.chosen_by)),
+            None if self.foreign_listener.is_some() => {
+                "Start this user's own daemon (systemctl --user start rchd, or rch daemon start) where rch looks for it, or name the socket of the daemon meant with --socket / RCH_SOCKET_PATH; another user's process is never handed this user's recoveries"
+                    .to_owned()
+            }
             None => {
                 "Start it (systemctl --user start rchd, or rch daemon start); the next run retries"
                     .to_owned()
@@ -353,7 +361,7 @@ pub fn ask_rch(
         child::run_capturing(&spec, Capture::Stdout, STATUS_DEADLINE, stop).map_err(|error| {
             match child::shortage(&error.source) {
                 Some(what) => Unnamed::HostFault(format!(
-                    "the host could not start `{} --json --format json daemon status` ({what}): {error}",
+                    "the host could not start a recovery ({what}): cannot ask rch for its daemon's socket (`{} --json --format json daemon status`): {error}",
                     rch.display()
                 )),
                 None => Unnamed::Unstartable(format!(
@@ -394,17 +402,23 @@ pub fn check(
     let mut probed = probe(&socket, waits, trust, stop);
     for _ in 1..TRIES {
         match probed {
-            Ok(_) => break,
+            // Another user's listener will not become this user's.
+            Ok(_) | Err(NoAnswer::Foreign(_)) => break,
             Err(NoAnswer::Stopped) => return Err(Stopped),
             Err(NoAnswer::Down(_)) => {}
         }
         pause(waits.pause, stop)?;
         probed = probe(&socket, waits, trust, stop);
     }
-    let (probed, answer) = match probed {
-        Ok(answer) => (Ok(()), Some(answer)),
+    let (probed, answer, foreign) = match probed {
+        Ok(answer) => (Ok(()), Some(answer), None),
+        Err(NoAnswer::Foreign(listener)) => (
+            Err(foreign_listener(&socket, listener)),
+            None,
+            Some(listener),
+        ),
+        Err(NoAnswer::Down(why)) => (Err(why), None, None),
         Err(NoAnswer::Stopped) => return Err(Stopped),
-        Err(NoAnswer::Down(why)) => (Err(why), None),
     };
     let elsewhere = match probed {
         Ok(()) => None,
@@ -412,6 +426,7 @@ pub fn check(
     };
     let mut report = Report::new(socket, chosen_by, probed, elsewhere);
     report.answer = answer;
+    report.foreign_listener = foreign;
     Ok(report)
 }
 
@@ -453,7 +468,7 @@ fn answering_elsewhere(
         match probe(&place, waits, Trust::ThisUser, stop) {
             Ok(_) => return Ok(Some(place)),
             Err(NoAnswer::Stopped) => return Err(Stopped),
-            Err(NoAnswer::Down(_)) => {}
+            Err(NoAnswer::Down(_) | NoAnswer::Foreign(_)) => {}
         }
     }
     Ok(None)

@@ -148,7 +148,21 @@ pub struct Answer {
 pub enum NoAnswer {
     /// Why it is not up.
     Down(String),
+    /// A process of another user (this uid) listens there, and the probe
+    /// trusts only this user's: nothing was sent to it.
+    Foreign(u32),
     Stopped,
+}
+
+impl NoAnswer {
+    /// Why the daemon at `socket` counts as not answering; None for a stop.
+    pub fn why(&self, socket: &Path) -> Option<String> {
+        match self {
+            NoAnswer::Down(why) => Some(why.clone()),
+            NoAnswer::Foreign(listener) => Some(foreign_listener(socket, *listener)),
+            NoAnswer::Stopped => None,
+        }
+    }
 }
 
 impl From<String> for NoAnswer {
@@ -190,7 +204,7 @@ pub fn probe(
         .map_err(|error| format!("cannot tell who listens at {}: {error}", socket.display()))?;
     if trust == Trust::ThisUser && !is_this_users(listener, account::euid()) {
         // Nothing is sent to another user's process.
-        return Err(foreign_listener(socket, listener).into());
+        return Err(NoAnswer::Foreign(listener));
     }
     let sent = stream
         .set_write_timeout(Some(waits.connect))

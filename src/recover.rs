@@ -275,16 +275,18 @@ fn failure_not_its_own(
     };
     match daemon::probe(socket, waits, settings.daemon_trust, stop) {
         Ok(_) => None,
-        Err(daemon::NoAnswer::Stopped) => Some(AttemptOutcome::Interrupted(format!(
-            "{error} (the check of rch's daemon that followed was cut short)"
-        ))),
-        Err(daemon::NoAnswer::Down(why)) => Some(AttemptOutcome::NotCharged(
-            Fault::DaemonDown,
-            format!(
-                "{} (after the recovery failed: {error})",
-                daemon::not_answering(socket, &why)
+        Err(no_answer) => Some(match no_answer.why(socket) {
+            Some(why) => AttemptOutcome::NotCharged(
+                Fault::DaemonDown,
+                format!(
+                    "{} (after the recovery failed: {error})",
+                    daemon::not_answering(socket, &why)
+                ),
             ),
-        )),
+            None => AttemptOutcome::Interrupted(format!(
+                "{error} (the check of rch's daemon that followed was cut short)"
+            )),
+        }),
     }
 }
 

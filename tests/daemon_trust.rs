@@ -165,7 +165,10 @@ fn another_users_listener_at_the_socket_rch_names_is_not_answering() {
         vec![("deferred".to_owned(), Some(error.clone())); 2],
         "{document}"
     );
-    assert!(stderr.contains(&why), "{stderr}");
+    assert!(
+        stderr.contains(&why) && stderr.contains("Start this user's own daemon"),
+        "{stderr}"
+    );
     // Never handed to a child, and nothing sent to it by the sweep: the one
     // request it saw is rch's own, asked which socket it uses.
     assert!(!started.exists(), "a recovery was started");
@@ -448,20 +451,25 @@ fn a_host_that_cannot_start_rchs_status_query_is_75_and_charges_nothing() {
     .expect("run under strace");
     assert_eq!(output.status.code(), Some(75), "{}", stderr(&output));
     let document = one_document(&output);
+    // Told as a recovery the host could not start: the first due lease
+    // carries the error, the other is deferred unstarted.
     let rows = rows(&document);
     assert_eq!(rows.len(), 2, "{document}");
-    for (outcome, error) in &rows {
-        let error = error.as_deref().unwrap_or_default();
-        assert!(
-            outcome == "deferred"
-                && error.starts_with(&format!(
-                    "the host could not start `{} --json --format json daemon status` (no thread or process could be created",
-                    rch.display()
-                ))
-                && error.contains("Resource temporarily unavailable"),
-            "{outcome}: {error}"
-        );
-    }
+    let error = rows[0].1.as_deref().unwrap_or_default();
+    assert!(
+        error.starts_with(
+            "the host could not start a recovery (no thread or process could be created"
+        ) && error.contains(&format!(
+            "cannot ask rch for its daemon's socket (`{} --json --format json daemon status`): cannot run",
+            rch.display()
+        )) && error.contains("Resource temporarily unavailable"),
+        "{error}"
+    );
+    assert_eq!(
+        (rows[0].0.as_str(), &rows[1]),
+        ("deferred", &("deferred".to_owned(), None)),
+        "{document}"
+    );
     assert!(document.get("daemon").is_none(), "{document}");
     assert!(!started.exists(), "a recovery was started");
     assert!(

@@ -382,11 +382,11 @@ fn recoveries(
         ),
         DaemonCheck::Checked(report) => {
             let outcome = NotCharged(Fault::DaemonDown, report.lease_error());
-            (kept_back(candidates, &due, &outcome), Some(report))
+            (kept_back(candidates, &due, &outcome, true), Some(report))
         }
         DaemonCheck::NotStarted(fault, error) => {
             let outcome = NotCharged(fault, error);
-            (kept_back(candidates, &due, &outcome), None)
+            (kept_back(candidates, &due, &outcome, false), None)
         }
         DaemonCheck::Stopped => (vec![None; candidates.len()], None),
     };
@@ -439,16 +439,21 @@ fn check_daemon(run: &Run, settings: &mut recover::Settings) -> DaemonCheck {
     DaemonCheck::Checked(report)
 }
 
-/// The attempts of a run that starts no recovery: each due candidate kept
-/// back with `outcome` (the daemon's error, or why `rch` could not be
-/// asked), its entry unchanged.
+/// The attempts of a run that starts no recovery: the due candidates kept
+/// back with `outcome`, their entries unchanged. A daemon that does not
+/// answer is every lease's error (`every`); an `rch` that could not be
+/// asked is told as a recovery's child that could not start: the first due
+/// lease carries the error, the others are deferred unstarted (SPEC "One
+/// recovery", step 2).
 fn kept_back(
     candidates: &[Candidate],
     due: &[(usize, &Candidate)],
     outcome: &recover::AttemptOutcome,
+    every: bool,
 ) -> Vec<Option<recover::Attempt>> {
     let mut attempts = vec![None; candidates.len()];
-    for (index, _) in due {
+    let carrying = if every { due.len() } else { 1 };
+    for (index, _) in due.iter().take(carrying) {
         attempts[*index] = Some(recover::Attempt::ended(outcome.clone(), Duration::ZERO));
     }
     attempts
