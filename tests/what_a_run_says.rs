@@ -36,7 +36,10 @@ fn quiet_prints_nothing_for_a_run_that_exits_75_and_errors_for_any_other() {
     // rch's daemon is down: 75, every lease kept back, not a word.
     let output = quiet(&["--socket", utf8(&missing)]);
     assert_eq!(output.status.code(), Some(75), "{}", stderr(&output));
-    assert_eq!((stdout(&output), stderr(&output)), (String::new(), String::new()));
+    assert_eq!(
+        (stdout(&output), stderr(&output)),
+        (String::new(), String::new())
+    );
     assert_eq!(world.state()["leases"], json!({}));
 
     // Another sweep holds the state lock: 75, not a word.
@@ -49,7 +52,10 @@ fn quiet_prints_nothing_for_a_run_that_exits_75_and_errors_for_any_other() {
     );
     let output = quiet(&["--socket", utf8(&missing)]);
     assert_eq!(output.status.code(), Some(75), "{}", stderr(&output));
-    assert_eq!((stdout(&output), stderr(&output)), (String::new(), String::new()));
+    assert_eq!(
+        (stdout(&output), stderr(&output)),
+        (String::new(), String::new())
+    );
     drop(lock);
 
     // The same run with --json still prints its document (asked for).
@@ -101,7 +107,11 @@ fn a_failures_error_is_its_last_line_without_colour_codes() {
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     let document = one_document(&output);
     let expected = format!("exit status: 1: {last}");
-    assert_eq!(document["leases"][0]["error"], expected.as_str(), "{document}");
+    assert_eq!(
+        document["leases"][0]["error"],
+        expected.as_str(),
+        "{document}"
+    );
     assert_eq!(
         world.state()["leases"][&journal.id]["last_error"],
         expected.as_str()
@@ -118,10 +128,7 @@ fn retry_in_counts_from_the_runs_end() {
     // A failure two seconds into the run: its backoff (10 min) runs from
     // its end, so from the run's end the retry is less than 10 min away.
     let rch = world.fake_rch("rch", "sleep 2\necho 'failed' >&2\nexit 1");
-    let output = world
-        .command(&["--rch", utf8(&rch)])
-        .output()
-        .expect("run");
+    let output = world.command(&["--rch", utf8(&rch)]).output().expect("run");
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     let text = stdout(&output);
     let after = text
@@ -130,7 +137,9 @@ fn retry_in_counts_from_the_runs_end() {
         .unwrap_or_else(|| panic!("no retry in: {text}"));
     let (minutes, rest) = after.split_once("m ").expect("minutes");
     let seconds = rest.split_once('s').expect("seconds").0;
-    let total: u64 =
-        minutes.parse::<u64>().expect("m") * 60 + seconds.parse::<u64>().expect("s");
-    assert!(total <= 600, "retry in {total} s from the run's end: {text}");
+    let total: u64 = minutes.parse::<u64>().expect("m") * 60 + seconds.parse::<u64>().expect("s");
+    assert!(
+        total <= 600,
+        "retry in {total} s from the run's end: {text}"
+    );
 }
