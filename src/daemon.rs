@@ -666,6 +666,25 @@ mod tests {
     }
 
     #[test]
+    fn another_users_listener_is_75_with_a_fix_of_its_own() {
+        let mut foreign = report(
+            ChosenBy::Rch,
+            Err(foreign_listener(Path::new("/tmp/rch.sock"), 4_000_000_000)),
+            None,
+        );
+        foreign.foreign_listener = Some(4_000_000_000);
+        assert_eq!(foreign.exit_code(), ExitCode::TempFail);
+        let message = foreign.message().expect("message");
+        for words in [
+            "is uid 4000000000, not this user's",
+            "Start this user's own daemon",
+            "--socket / RCH_SOCKET_PATH",
+        ] {
+            assert!(message.contains(words), "{message} lacks {words}");
+        }
+    }
+
+    #[test]
     fn a_named_socket_is_trusted_whoever_listens_one_rch_found_only_if_ours() {
         assert_eq!(ChosenBy::Rch.trust(), Trust::ThisUser);
         assert_eq!(ChosenBy::Option.trust(), Trust::Anyone);
