@@ -25,6 +25,7 @@ pub mod evidence;
 pub mod evidence_text;
 pub mod exit;
 pub mod fsio;
+pub mod health;
 pub mod host;
 pub mod human;
 pub mod judge;

@@ -9,8 +9,8 @@
 //! whether rch's daemon answers where `rch` looks for it, what the journals
 //! look like, what the host and the environment hold that a timer's run
 //! would not) and changes nothing: no file is written, renamed or created,
-//! no lock taken, no program started but `<rch> --version` and `<rch> --json
-//! --format json daemon status`.
+//! no lock taken, no program started but `<rch> --version`, `<rch> jobs
+//! recover --help` and `<rch> --json --format json daemon status`.
 //!
 //! `--as ROUTE` answers for the run cron or a unit starts rather than for
 //! this shell: [`super::doctor_as`] reads the route's crontab or unit and
@@ -152,6 +152,22 @@ fn rch(args: &RunArgs) -> Finding {
             String::new()
         }
     };
+    if let Err(why) = recovers(&found) {
+        return Finding::fail(
+            DoctorCheck::Rch,
+            ExitCode::Config,
+            format!(
+                "{}{}: `jobs recover --help` {why}: this rch cannot recover a lease (rch 1.x has no `jobs` command); a run would exit 78 at its first recovery",
+                found.display(),
+                if version.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({version})")
+                }
+            ),
+            "install rch 2.1 or later (the one rchd and its wrappers use), or point --rch / RCH_SWEEP_RCH at it",
+        );
+    }
     // A path with a slash is the same for any PATH.
     let by_path = explicit.is_none_or(|rch| rch.components().count() == 1 && !rch.is_absolute());
     if by_path {
@@ -228,6 +244,7 @@ fn daemon(target: &Target, args: &RunArgs) -> (Finding, Option<PathBuf>) {
         rch,
         socket: None,
         daemon_waits: None,
+        daemon_trust: daemon::Trust::ThisUser,
         lease_dir: target.lease_dir.resolved.clone(),
         state_home: target.lease_dir.state_home().to_path_buf(),
         recover_timeout: Duration::ZERO,
@@ -241,7 +258,7 @@ fn daemon(target: &Target, args: &RunArgs) -> (Finding, Option<PathBuf>) {
         &|| false,
     ) {
         Ok(found) => found,
-        Err(why) => {
+        Err(daemon::Unnamed::NoAnswer(why)) => {
             let finding = Finding::warn(
                 check,
                 format!(
@@ -252,16 +269,78 @@ fn daemon(target: &Target, args: &RunArgs) -> (Finding, Option<PathBuf>) {
             );
             return (finding, None);
         }
+        Err(daemon::Unnamed::HostFault(why) | daemon::Unnamed::Unstartable(why)) => {
+            let finding = Finding::warn(
+                check,
+                format!("not checked: {why}"),
+                "see the rch check above; a run that cannot ask rch starts no recovery (75 or 78)",
+            );
+            return (finding, None);
+        }
+        Err(daemon::Unnamed::Stopped) => {
+            return (Finding::warn(check, "not checked: interrupted", ""), None);
+        }
     };
     let named_by_rch = (chosen_by == daemon::ChosenBy::Rch).then(|| socket.clone());
-    let report = daemon::check(socket, chosen_by, &daemon::Waits::for_this_build(), &|| {
+    let Ok(report) = daemon::check(socket, chosen_by, &daemon::Waits::for_this_build(), &|| {
         false
-    });
-    let finding = match report.fix() {
-        None => Finding::ok(check, report.line()),
-        Some(fix) => Finding::fail(check, report.exit_code(), report.line(), fix),
+    }) else {
+        return (Finding::warn(check, "not checked: interrupted", ""), None);
     };
-    (finding, named_by_rch)
+    (daemon_finding(&report), named_by_rch)
+}
+
+/// How long a daemon may take to answer before doctor warns: rch itself
+/// gives up connecting after 3 s.
+const SLOW_REPLY: Duration = Duration::from_secs(3);
+
+/// The `daemon` check's finding from the check's report: a fail when it
+/// does not answer (as a run would stop), a warning when it answers slowly
+/// or its listener is another user's (only a socket named explicitly is
+/// used so), else ok with the reply's time.
+fn daemon_finding(report: &daemon::Report) -> Finding {
+    let check = DoctorCheck::Daemon;
+    if let Some(fix) = report.fix() {
+        return Finding::fail(check, report.exit_code(), report.line(), fix);
+    }
+    let Some(answer) = report.answer else {
+        return Finding::ok(check, report.line());
+    };
+    let found = format!("{}, in {}", report.line(), took(answer.took));
+    let mut warnings = Vec::new();
+    let mut fixes = Vec::new();
+    if !daemon::is_this_users(answer.listener, account::euid()) {
+        warnings.push(format!(
+            "{}: every recovery would go to it",
+            daemon::foreign_listener(&report.socket, answer.listener)
+        ));
+        fixes.push("name the socket of this user's own rch daemon (--socket / RCH_SOCKET_PATH), unless that user's daemon is meant to serve this one");
+    }
+    if answer.took > SLOW_REPLY {
+        warnings.push(format!(
+            "its reply took longer than {} (rch itself gives up connecting after 3 s)",
+            took(SLOW_REPLY)
+        ));
+        fixes.push("find out why rch's daemon is slow (systemctl --user status rchd, its log, the host's load)");
+    }
+    if warnings.is_empty() {
+        Finding::ok(check, found)
+    } else {
+        Finding::warn(
+            check,
+            format!("{found}; {}", warnings.join("; ")),
+            fixes.join("; "),
+        )
+    }
+}
+
+/// `12 ms`, or `3.4 s` from a second on.
+fn took(duration: Duration) -> String {
+    if duration < Duration::from_secs(1) {
+        format!("{} ms", duration.as_millis())
+    } else {
+        format!("{:.1} s", duration.as_secs_f64())
+    }
 }
 
 /// Whether two paths name one file (a `PATH` entry may reach it through a
@@ -326,6 +405,37 @@ fn version(rch: &Path) -> Version {
         line.map(|line| log::printable(line).chars().take(200).collect())
             .unwrap_or_else(|| "printed nothing".to_owned()),
     )
+}
+
+/// Whether `<rch> jobs recover --help` exits 0 within [`VERSION_DEADLINE`]:
+/// an `rch` that cannot recover a lease (rch 1.x has no `jobs` command;
+/// clap exits 2) would make a run's first recovery a configuration error.
+/// The error quotes its stderr's telling line (clap's `error:` line, else
+/// the last).
+fn recovers(rch: &Path) -> Result<(), String> {
+    let args = ["jobs".into(), "recover".into(), "--help".into()];
+    let spec = ChildSpec {
+        program: rch,
+        args: &args,
+        env: &[],
+    };
+    let report = child::run_capturing(&spec, Capture::StdoutAndStderr, VERSION_DEADLINE, &|| false)
+        .map_err(|error| format!("could not be started: {}", error.source))?;
+    let line = child::usage_line(&report.stderr_tail);
+    let said = if line.is_empty() {
+        String::new()
+    } else {
+        format!(", saying: {}", line.chars().take(200).collect::<String>())
+    };
+    match report.ending {
+        Ending::Exited(status) if status.success() => Ok(()),
+        Ending::Exited(status) => Err(format!("failed: {status}{said}")),
+        Ending::TimedOut => Err(format!(
+            "did not answer within {}s (killed)",
+            VERSION_DEADLINE.as_secs()
+        )),
+        Ending::Interrupted => Err("was interrupted".to_owned()),
+    }
 }
 
 /// The last non-empty line of a stderr tail, printable and at most 200

@@ -18,6 +18,7 @@ use crate::owner::ProcFs;
 use crate::plan::{self, Slot};
 use crate::preflight::{self, Intent};
 use crate::record::{self, Policy};
+use crate::recover::AttemptOutcome::NotCharged;
 use crate::recover::Fault;
 use crate::report::{LeaseLine, LeaseOutcome, Summary};
 use crate::scan::{self, Scan, ScanOptions};
@@ -339,6 +340,22 @@ fn clean_leftovers(run: &Run) {
     }
 }
 
+/// What the check of rch's daemon before any recovery came to.
+enum DaemonCheck {
+    /// Nothing due, or `rch` named no socket: nothing checked, nothing
+    /// pinned.
+    Unchecked,
+    /// Checked, up or not.
+    Checked(daemon::Report),
+    /// `rch ... daemon status` could not be started: the host's fault or
+    /// the install's, as a recovery's child would be; every due candidate
+    /// is kept back with the error.
+    NotStarted(Fault, String),
+    /// A stop signal ended it: nothing starts, and the run stops as a
+    /// signalled run does.
+    Stopped,
+}
+
 /// The recoveries of the `due` candidates, an attempt each (None for the
 /// others), and what was learnt of rch's daemon. Only a run with something
 /// to recover needs the daemon; the others neither ask rch nor touch a
@@ -351,19 +368,27 @@ fn recoveries(
     due: Vec<(usize, &Candidate)>,
 ) -> (Vec<Option<recover::Attempt>>, Option<daemon::Report>) {
     let mut settings = recover_settings(run, rch);
-    let mut daemon = if due.is_empty() {
-        None
+    let check = if due.is_empty() {
+        DaemonCheck::Unchecked
     } else {
         check_daemon(run, &mut settings)
     };
-    let attempts = match &daemon {
-        Some(report) if !report.up => kept_back(candidates, &due, report),
-        _ => dispatch::recover_due(
-            candidates,
-            due,
-            usize::from(run.args.max_recoveries),
-            &settings,
+    let max = usize::from(run.args.max_recoveries);
+    let (attempts, mut daemon) = match check {
+        DaemonCheck::Unchecked => (dispatch::recover_due(candidates, due, max, &settings), None),
+        DaemonCheck::Checked(report) if report.up => (
+            dispatch::recover_due(candidates, due, max, &settings),
+            Some(report),
         ),
+        DaemonCheck::Checked(report) => {
+            let outcome = NotCharged(Fault::DaemonDown, report.lease_error());
+            (kept_back(candidates, &due, &outcome, true), Some(report))
+        }
+        DaemonCheck::NotStarted(fault, error) => {
+            let outcome = NotCharged(fault, error);
+            (kept_back(candidates, &due, &outcome, false), None)
+        }
+        DaemonCheck::Stopped => (vec![None; candidates.len()], None),
     };
     if let Some(report) = daemon.as_mut().filter(|report| report.up)
         && let Some(error) = lost_daemon(&attempts)
@@ -377,8 +402,9 @@ fn recoveries(
 /// `rch` says) and whether it answers; once known, every child is pinned to
 /// it and a failed recovery is checked against it again. An `rch` that
 /// cannot say leaves the run as it was before such checks: nothing checked,
-/// nothing pinned (SPEC "rch's daemon", step 1).
-fn check_daemon(run: &Run, settings: &mut recover::Settings) -> Option<daemon::Report> {
+/// nothing pinned (SPEC "rch's daemon", step 1); one that cannot be
+/// started is a recovery's child that cannot (75 or 78).
+fn check_daemon(run: &Run, settings: &mut recover::Settings) -> DaemonCheck {
     let stop = || signals::received().is_some();
     let env = recover::child_env(settings);
     let (socket, chosen_by) = match daemon::which(
@@ -388,34 +414,47 @@ fn check_daemon(run: &Run, settings: &mut recover::Settings) -> Option<daemon::R
         &stop,
     ) {
         Ok(found) => found,
-        Err(why) => {
+        Err(daemon::Unnamed::NoAnswer(why)) => {
             log::info(format!(
                 "`{} --json --format json daemon status` {why}: rch's daemon is not checked, so a recovery failing for want of it is charged to its lease (name the socket with --socket or RCH_SOCKET_PATH; rch-sweep doctor checks it)",
                 settings.rch.display()
             ));
-            return None;
+            return DaemonCheck::Unchecked;
         }
+        Err(daemon::Unnamed::HostFault(error)) => {
+            return DaemonCheck::NotStarted(Fault::Host, error);
+        }
+        Err(daemon::Unnamed::Unstartable(error)) => {
+            return DaemonCheck::NotStarted(Fault::Config, error);
+        }
+        Err(daemon::Unnamed::Stopped) => return DaemonCheck::Stopped,
     };
     let waits = daemon::Waits::for_this_build();
-    let report = daemon::check(socket, chosen_by, &waits, &stop);
+    let Ok(report) = daemon::check(socket, chosen_by, &waits, &stop) else {
+        return DaemonCheck::Stopped;
+    };
     settings.socket = Some(report.socket.clone());
     settings.daemon_waits = Some(waits);
-    Some(report)
+    settings.daemon_trust = chosen_by.trust();
+    DaemonCheck::Checked(report)
 }
 
-/// The attempts of a run whose daemon does not answer: none started, each
-/// due candidate kept back with the daemon's error and its entry unchanged.
+/// The attempts of a run that starts no recovery: the due candidates kept
+/// back with `outcome`, their entries unchanged. A daemon that does not
+/// answer is every lease's error (`every`); an `rch` that could not be
+/// asked is told as a recovery's child that could not start: the first due
+/// lease carries the error, the others are deferred unstarted (SPEC "One
+/// recovery", step 2).
 fn kept_back(
     candidates: &[Candidate],
     due: &[(usize, &Candidate)],
-    report: &daemon::Report,
+    outcome: &recover::AttemptOutcome,
+    every: bool,
 ) -> Vec<Option<recover::Attempt>> {
     let mut attempts = vec![None; candidates.len()];
-    for (index, _) in due {
-        attempts[*index] = Some(recover::Attempt::ended(
-            recover::AttemptOutcome::NotCharged(Fault::DaemonDown, report.lease_error()),
-            Duration::ZERO,
-        ));
+    let carrying = if every { due.len() } else { 1 };
+    for (index, _) in due.iter().take(carrying) {
+        attempts[*index] = Some(recover::Attempt::ended(outcome.clone(), Duration::ZERO));
     }
     attempts
 }
@@ -437,6 +476,7 @@ fn recover_settings(run: &Run, rch: PathBuf) -> recover::Settings {
         rch,
         socket: run.args.socket.clone(),
         daemon_waits: None,
+        daemon_trust: daemon::Trust::ThisUser,
         lease_dir: run.target.lease_dir.resolved.clone(),
         state_home: run.target.lease_dir.state_home().to_path_buf(),
         recover_timeout: Duration::from_secs(run.args.recover_timeout),
