@@ -215,7 +215,9 @@ fn an_rch_without_jobs_recover_is_78_and_costs_no_lease_a_failure() {
     let error = rows[0].2.as_deref().expect("the first says why");
     assert!(
         error.contains("exited 2, rch's usage error: this rch cannot recover a lease")
-            && error.ends_with(": error: unrecognized subcommand 'jobs'"),
+            && error.ends_with(
+                ": error: unrecognized subcommand 'jobs' ... For more information, try '--help'."
+            ),
         "{error}"
     );
     assert_eq!((&rows[1].2, &rows[2].2), (&None, &None), "{document}");
@@ -258,7 +260,7 @@ fn an_rch_without_jobs_recover_is_78_and_costs_no_lease_a_failure() {
     assert_eq!(check["status"], "fail", "{check}");
     let finding = check["finding"].as_str().expect("finding");
     assert!(
-        finding.contains("(rch 1.0.58): `jobs recover --help` failed: exit status: 2, saying: error: unrecognized subcommand 'jobs'")
+        finding.contains("(rch 1.0.58): `jobs recover --help` failed: exit status: 2, saying: error: unrecognized subcommand 'jobs' ... For more information, try '--help'.")
             && finding.contains("a run would exit 78"),
         "{finding}"
     );

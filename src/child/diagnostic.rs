@@ -98,17 +98,17 @@ pub fn last_line(tail: &[u8]) -> String {
     lines_of(tail).last().cloned().unwrap_or_default()
 }
 
-/// The line that says why a command was refused as a usage error: clap's
-/// `error: ...` line (clap follows it with the usage and `For more
-/// information, try '--help'.`, which name nothing), else the last line.
+/// What says why a command was refused as a usage error: its last stderr
+/// line, as SPEC asks, led by clap's `error: ...` line when that came
+/// earlier (clap follows it with the usage and `For more information, try
+/// '--help'.`, which names nothing on its own).
 pub fn usage_line(tail: &[u8]) -> String {
     let lines = lines_of(tail);
-    lines
-        .iter()
-        .rfind(|line| line.starts_with("error:"))
-        .or(lines.last())
-        .cloned()
-        .unwrap_or_default()
+    let last = lines.last().cloned().unwrap_or_default();
+    match lines.iter().rfind(|line| line.starts_with("error:")) {
+        Some(error) if *error != last => format!("{error} ... {last}"),
+        _ => last,
+    }
 }
 
 /// The non-empty lines of the end of stderr, trimmed.
@@ -200,7 +200,12 @@ mod tests {
     #[test]
     fn a_usage_error_is_quoted_by_claps_error_line() {
         let clap = b"error: unrecognized subcommand 'jobs'\n\nUsage: rch [OPTIONS] <COMMAND>\n\nFor more information, try '--help'.\n";
-        assert_eq!(usage_line(clap), "error: unrecognized subcommand 'jobs'");
+        assert_eq!(
+            usage_line(clap),
+            "error: unrecognized subcommand 'jobs' ... For more information, try '--help'."
+        );
+        assert_eq!(usage_line(b"error: bad\n"), "error: bad");
+        assert_eq!(usage_line(b"just this\n"), "just this");
         assert_eq!(last_line(clap), "For more information, try '--help'.");
         assert_eq!(
             usage_line(b"sh: 1: rch-bin: not found\n"),
