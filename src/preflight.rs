@@ -670,9 +670,13 @@ pub fn locks_held(identity: &Identity, state_file: &Path) -> Finding {
     let check = DoctorCheck::Lock;
     let lock_file = lock::lock_path(state_file);
     let mut held = Vec::new();
-    let mut looked = |what: String, meta: std::fs::Metadata, pid_file: Option<&Path>| {
-        match proc_locks::holders(meta.dev(), meta.ino()) {
+    // Each is looked up as /proc/locks names it (by its mount's device:
+    // on btrfs and overlayfs `stat`'s is another).
+    let mut looked = |what: String, path: &Path, pid_file: Option<&Path>| {
+        match proc_locks::holders(path, true) {
             Ok(pids) if pids.is_empty() => Ok(()),
+            // Gone since it was found: nobody holds it.
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
             Ok(pids) => {
                 // The lock file holds its holder's PID; /proc/locks knows it too.
                 let pid = pid_file
@@ -691,17 +695,14 @@ pub fn locks_held(identity: &Identity, state_file: &Path) -> Finding {
     {
         outcome = looked(
             format!("the state lock {}", lock_file.display()),
-            meta,
+            &lock_file,
             Some(&lock_file),
         );
     }
-    if outcome.is_ok()
-        && matches!(identity.found, LeaseDirFound::Directory { .. })
-        && let Ok(meta) = std::fs::metadata(&identity.resolved)
-    {
+    if outcome.is_ok() && matches!(identity.found, LeaseDirFound::Directory { .. }) {
         outcome = looked(
             format!("the lease directory {}", identity.resolved.display()),
-            meta,
+            &identity.resolved,
             None,
         );
     }
