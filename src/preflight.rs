@@ -12,7 +12,7 @@ use crate::account;
 use crate::config;
 use crate::exit::{ExitCode, Fatal};
 use crate::fsio::{self, Existing};
-use crate::lease_dir::{Identity, LeaseDirFound};
+use crate::lease_dir::{Identity, LeaseDirFound, writable};
 use crate::proc_locks;
 use crate::stat::FileKind;
 use crate::state::{self, Access, lock};
@@ -251,6 +251,21 @@ pub fn lease_dir(identity: &Identity, intent: Intent) -> Finding {
             ExitCode::Io,
             format!("cannot read lease directory {shown}: {error}"),
             "check its permissions and the disk",
+        );
+    }
+    // What a real run checks before its first child (and only then: doctor
+    // says now what that run would meet).
+    if intent == Intent::Doctor
+        && let Err(why) = writable::check_path(&identity.resolved)
+    {
+        return Finding::fail(
+            check,
+            ExitCode::Io,
+            format!(
+                "{}; a run with something due would start no recovery and exit 74",
+                why.error(&shown)
+            ),
+            why.fix(),
         );
     }
     if let Some(nested) = identity.nested_job_leases() {

@@ -77,6 +77,9 @@ pub enum Fault {
     /// Another process (rchd's own recovery task, an operator) holds the
     /// lease's `.recovery.lock`: no exit-code change, other leases go on.
     Busy,
+    /// rch could not rewrite a journal in the lease directory (a read-only
+    /// mount, or not writable by this user): 74, no child started.
+    LeaseDir,
 }
 
 impl Fault {
@@ -91,6 +94,7 @@ impl Fault {
             Fault::Config => ExitCode::Config,
             Fault::Host | Fault::DaemonDown => ExitCode::TempFail,
             Fault::Busy => ExitCode::Success,
+            Fault::LeaseDir => ExitCode::Io,
         }
     }
 }

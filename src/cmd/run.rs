@@ -13,7 +13,7 @@ use super::Target;
 use crate::cli::RunArgs;
 use crate::exit::{ExitCode, Fatal};
 use crate::lease_dir::sweep_lock::{self, SweepLockError};
-use crate::lease_dir::{LeaseDir, LeaseDirFound};
+use crate::lease_dir::{LeaseDir, LeaseDirFound, writable};
 use crate::owner::ProcFs;
 use crate::plan::{self, Slot};
 use crate::preflight::{self, Intent};
@@ -293,7 +293,7 @@ fn sweep(run: &Run) -> Result<ExitCode> {
     let policy = policy(run);
     backoff.prune(&scan.candidates, policy.now_unix_ms, policy.max_ms);
     let due = plan::due(&scan.candidates, &backoff, policy.now_unix_ms);
-    let (attempts, daemon) = recoveries(run, rch, &scan.candidates, due);
+    let (attempts, daemon) = recoveries(run, rch, &dir, &scan.candidates, due);
     let candidates = std::mem::take(&mut scan.candidates);
     let mut summary = summary(run, scan, scan_duration, Vec::new());
     summary.daemon = daemon;
@@ -341,15 +341,24 @@ fn clean_leftovers(run: &Run) {
 
 /// The recoveries of the `due` candidates, an attempt each (None for the
 /// others), and what was learnt of rch's daemon. Only a run with something
-/// to recover needs the daemon; the others neither ask rch nor touch a
-/// socket (and an empty run stays fast). While it does not answer, no
-/// recovery starts: each due candidate is kept back.
+/// to recover needs the lease directory to be writable and the daemon; the
+/// others neither look nor ask rch nor touch a socket (and an empty run
+/// stays fast). While rch could not rewrite a journal in `dir` (74), or
+/// its daemon does not answer, no recovery starts: each due candidate is
+/// kept back.
 fn recoveries(
     run: &Run,
     rch: PathBuf,
+    dir: &LeaseDir,
     candidates: &[Candidate],
     due: Vec<(usize, &Candidate)>,
 ) -> (Vec<Option<recover::Attempt>>, Option<daemon::Report>) {
+    if !due.is_empty()
+        && let Err(why) = writable::check(dir)
+    {
+        let error = why.error(&run.target.lease_dir.display());
+        return (kept_back(candidates, &due, Fault::LeaseDir, &error), None);
+    }
     let mut settings = recover_settings(run, rch);
     let mut daemon = if due.is_empty() {
         None
@@ -357,7 +366,9 @@ fn recoveries(
         check_daemon(run, &mut settings)
     };
     let attempts = match &daemon {
-        Some(report) if !report.up => kept_back(candidates, &due, report),
+        Some(report) if !report.up => {
+            kept_back(candidates, &due, Fault::DaemonDown, &report.lease_error())
+        }
         _ => dispatch::recover_due(
             candidates,
             due,
@@ -403,17 +414,19 @@ fn check_daemon(run: &Run, settings: &mut recover::Settings) -> Option<daemon::R
     Some(report)
 }
 
-/// The attempts of a run whose daemon does not answer: none started, each
-/// due candidate kept back with the daemon's error and its entry unchanged.
+/// The attempts of a run that starts no child (rch's daemon does not
+/// answer, the lease directory cannot be written): none started, each due
+/// candidate kept back with `error` and its entry unchanged.
 fn kept_back(
     candidates: &[Candidate],
     due: &[(usize, &Candidate)],
-    report: &daemon::Report,
+    fault: Fault,
+    error: &str,
 ) -> Vec<Option<recover::Attempt>> {
     let mut attempts = vec![None; candidates.len()];
     for (index, _) in due {
         attempts[*index] = Some(recover::Attempt::ended(
-            recover::AttemptOutcome::NotCharged(Fault::DaemonDown, report.lease_error()),
+            recover::AttemptOutcome::NotCharged(fault, error.to_owned()),
             Duration::ZERO,
         ));
     }
