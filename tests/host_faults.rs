@@ -291,9 +291,11 @@ fn held_locks_are_seen(name: &str, setup: &str, teardown: &str) {
         "{row}"
     );
 
-    // A sweep holds the state lock (and wrote its PID in it, as one does).
+    // Something holds the state lock and wrote no PID in it: /proc/locks
+    // names it, to a run (75) and to doctor.
     let state_lock = home.join("rch-sweep/backoff.json.lock");
-    let holder = ns.hold(&state_lock, "echo $PPID > \"$0\"");
+    let holder = ns.hold(&state_lock, ": > \"$0\"");
+    let output = run(&[]);
     let doctor = ns.sweep(&[
         "doctor",
         "--json",
@@ -304,6 +306,12 @@ fn held_locks_are_seen(name: &str, setup: &str, teardown: &str) {
     ]);
     let pid = holder.id();
     release(holder);
+    assert_eq!(output.status.code(), Some(75), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains(&format!("another rch-sweep (pid {pid}) holds")),
+        "{}",
+        stderr(&output)
+    );
     let row = doctor_row(&one_document(&doctor), "lock");
     assert_eq!(row["status"], "warn", "{row}");
     assert!(

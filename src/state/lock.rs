@@ -66,6 +66,18 @@ pub fn acquire_for(folder: &Folder, state_file: &Path) -> anyhow::Result<StateLo
         })
 }
 
+/// Who holds the lock `file` (opened, not taken) as `/proc/locks` shows
+/// it, for a lock file that names no PID (its holder wrote none): looked
+/// up through the descriptor, by the device `/proc/locks` uses.
+fn holder_in_proc_locks(file: &File) -> Option<u32> {
+    let opened = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
+    let own = std::process::id();
+    crate::proc_locks::holders(&opened, true)
+        .ok()?
+        .into_iter()
+        .find(|pid| *pid != own)
+}
+
 fn not_ours(what: &str) -> StateLockError {
     StateLockError::Io(io::Error::other(format!(
         "it is {what}; rch-sweep locks only a regular file of its own and left it as it is"
@@ -110,7 +122,8 @@ pub fn acquire_in(folder: &Folder, name: &std::ffi::OsStr) -> Result<StateLock, 
             let holder = file
                 .read_to_string(&mut text)
                 .ok()
-                .and_then(|_| text.trim().parse().ok());
+                .and_then(|_| text.trim().parse().ok())
+                .or_else(|| holder_in_proc_locks(&file));
             return Err(StateLockError::Busy { holder });
         }
         return Err(StateLockError::Io(error));
