@@ -7,7 +7,7 @@
 //! `state::backoff`) are functions over plain data; the modules around
 //! them do the I/O: `lease` (rch's journal format and its bounded reader),
 //! `lease_dir` (the directory: found, opened, listed, locked) and `owner`
-//! read, `preflight` and `proc_locks` look, `child`, `recover` and
+//! read, `preflight` and `proc_locks` (with `mounts`) look, `child`, `recover` and
 //! `dispatch` run `rch` (`daemon` asks it, and its daemon, which socket to
 //! use and whether it answers), `state` (the backoff file and its lock),
 //! `fsio` and `persist` write, `report`, `evidence_text`, `metrics` and
@@ -33,6 +33,7 @@ pub mod lease;
 pub mod lease_dir;
 pub mod log;
 pub mod metrics;
+pub mod mounts;
 pub mod observation;
 pub mod owner;
 pub mod persist;

@@ -81,6 +81,9 @@ pub enum Fault {
     /// Another process (rchd's own recovery task, an operator) holds the
     /// lease's `.recovery.lock`: no exit-code change, other leases go on.
     Busy,
+    /// rch could not rewrite a journal in the lease directory (a read-only
+    /// mount, or not writable by this user): 74, no child started.
+    LeaseDir,
 }
 
 impl Fault {
@@ -95,6 +98,7 @@ impl Fault {
             Fault::Config => ExitCode::Config,
             Fault::Host | Fault::DaemonDown => ExitCode::TempFail,
             Fault::Busy => ExitCode::Success,
+            Fault::LeaseDir => ExitCode::Io,
         }
     }
 }

@@ -568,18 +568,24 @@ fn journal_concerns(scan: &Scan) -> (Vec<String>, Vec<String>) {
 }
 
 /// The host a run meets: its PID namespace, and room where the state is
-/// saved.
+/// saved (none at all fails: a run would exit 74).
 fn host_check(target: &Target) -> Finding {
     let facts = host::look(&target.state_file);
     let concerns = host::concerns(&facts);
     if concerns.is_empty() {
         return Finding::ok(DoctorCheck::Host, host::summary(&facts));
     }
+    let fatal = concerns.iter().any(|concern| concern.fatal);
     let (findings, fixes): (Vec<String>, Vec<String>) = concerns
         .into_iter()
         .map(|concern| (concern.finding, concern.fix))
         .unzip();
-    Finding::warn(DoctorCheck::Host, findings.join("; "), fixes.join("; "))
+    let (finding, fix) = (findings.join("; "), fixes.join("; "));
+    if fatal {
+        Finding::fail(DoctorCheck::Host, ExitCode::Io, finding, fix)
+    } else {
+        Finding::warn(DoctorCheck::Host, finding, fix)
+    }
 }
 
 /// Which decisions of this run rest on a variable a timer or cron line
@@ -618,25 +624,57 @@ fn environment(args: &RunArgs, rch_socket: Option<&Path>) -> Finding {
         runtime_socket,
     };
     let rests = route::rests_on(&facts);
-    if rests.is_empty() {
+    let empty = empty_state_homes(config::set_but_empty);
+    if rests.is_empty() && empty.is_none() {
         return Finding::ok(
             DoctorCheck::Environment,
             "no decision rests on a variable a timer or cron line lacks",
         );
     }
-    let findings: Vec<&str> = rests.iter().map(|rest| rest.finding.as_str()).collect();
-    let settings: Vec<&str> = rests.iter().map(|rest| rest.setting.as_str()).collect();
-    Finding::warn(
-        DoctorCheck::Environment,
-        format!(
+    let mut found = Vec::new();
+    let mut fixes = Vec::new();
+    if !rests.is_empty() {
+        let findings: Vec<&str> = rests.iter().map(|rest| rest.finding.as_str()).collect();
+        let settings: Vec<&str> = rests.iter().map(|rest| rest.setting.as_str()).collect();
+        found.push(format!(
             "decisions rest on variables a timer or cron line lacks: {}",
             findings.join("; ")
-        ),
-        format!(
+        ));
+        fixes.push(format!(
             "carry them over: {} on the crontab line (above it, or before the command), or Environment= lines in a drop-in (systemctl --user edit rch-sweep.service, or systemctl edit rch-sweep@USER.service); then check with `rch-sweep doctor --as cron` or `--as user-timer`",
             settings.join(" ")
+        ));
+    }
+    if let Some((finding, fix)) = empty {
+        found.push(finding);
+        fixes.push(fix);
+    }
+    Finding::warn(DoctorCheck::Environment, found.join("; "), fixes.join("; "))
+}
+
+/// `RCH_STATE_HOME` or `XDG_STATE_HOME` set but empty (as
+/// `set_but_empty` tells): rch-sweep takes such a variable as unset, as
+/// the XDG rules say, but rch 2.1 joins it into a relative path, so its
+/// wrappers write leases under whatever folder they ran in. The finding
+/// and its fix, when any is.
+fn empty_state_homes(set_but_empty: impl Fn(&str) -> bool) -> Option<(String, String)> {
+    let names: Vec<&str> = ["RCH_STATE_HOME", "XDG_STATE_HOME"]
+        .into_iter()
+        .filter(|name| set_but_empty(name))
+        .collect();
+    if names.is_empty() {
+        return None;
+    }
+    let which = names.join(" and ");
+    let verb = if names.len() == 1 { "is" } else { "are" };
+    Some((
+        format!(
+            "{which} {verb} set but empty: rch-sweep takes an empty variable as unset, but rch 2.1 then writes leases under the working folder of each wrapper (rch/job-leases), where no sweep looks"
         ),
-    )
+        format!(
+            "unset {which} (or set it to a folder) wherever rch's wrappers run, and in the sweep's environment"
+        ),
+    ))
 }
 
 /// Which of the options a route keeps were given on the command line
@@ -778,6 +816,23 @@ mod tests {
             )
         );
         assert!(human(&findings(), true).contains("\x1b[31;1mfail\x1b[0m"));
+    }
+
+    #[test]
+    fn an_empty_state_home_variable_is_named() {
+        assert_eq!(empty_state_homes(|_| false), None);
+        let (finding, fix) = empty_state_homes(|name| name == "XDG_STATE_HOME").expect("a warning");
+        assert!(
+            finding.starts_with("XDG_STATE_HOME is set but empty")
+                && finding.contains("rch/job-leases"),
+            "{finding}"
+        );
+        assert!(fix.starts_with("unset XDG_STATE_HOME"), "{fix}");
+        let (both, _) = empty_state_homes(|_| true).expect("a warning");
+        assert!(
+            both.starts_with("RCH_STATE_HOME and XDG_STATE_HOME are set but empty"),
+            "{both}"
+        );
     }
 
     #[test]

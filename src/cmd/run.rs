@@ -13,7 +13,7 @@ use super::Target;
 use crate::cli::RunArgs;
 use crate::exit::{ExitCode, Fatal};
 use crate::lease_dir::sweep_lock::{self, SweepLockError};
-use crate::lease_dir::{LeaseDir, LeaseDirFound};
+use crate::lease_dir::{LeaseDir, LeaseDirFound, writable};
 use crate::owner::ProcFs;
 use crate::plan::{self, Slot};
 use crate::preflight::{self, Intent};
@@ -22,8 +22,8 @@ use crate::recover::AttemptOutcome::NotCharged;
 use crate::recover::Fault;
 use crate::report::{LeaseLine, LeaseOutcome, Summary};
 use crate::scan::{self, Scan, ScanOptions};
+use crate::state::Store;
 use crate::state::backoff::now_unix_ms;
-use crate::state::lock;
 use crate::verdict::Candidate;
 use crate::{daemon, dispatch, fsio, log, persist, recover, signals, state};
 use anyhow::{Context, Result};
@@ -254,14 +254,15 @@ fn take_sweep_lock(run: &Run, dir: &LeaseDir) -> Result<()> {
 }
 
 /// Creates the state folder (0700) when it is missing, only once the lease
-/// directory is ours for this run; a folder that cannot be made, or is
-/// found untrusted, is 74. Made or found, the state lock and every write
-/// then open it without following a link and check it on that descriptor,
-/// so a folder someone made or swapped in since the preflight is refused
-/// (74), never written into.
-fn make_state_folder(run: &Run) -> Result<()> {
+/// directory is ours for this run, and opens it once, without following a
+/// link, checked on that descriptor; a folder that cannot be made, or is
+/// found untrusted, is 74. That descriptor then serves the state lock and
+/// every read and write of the run, so a folder someone made or swapped in
+/// since the preflight is refused (74), never written into, and one
+/// swapped in later gets nothing: the state stays beside the lock.
+fn open_state_folder(run: &Run) -> Result<Store> {
     let state_dir = fsio::parent_dir(&run.target.state_file);
-    state::folder::ensure_private(state_dir).map_err(|error| {
+    Store::create(&run.target.state_file).map_err(|error| {
         let message = if state::folder::is_untrusted(&error) {
             error.to_string()
         } else {
@@ -282,26 +283,26 @@ fn make_state_folder(run: &Run) -> Result<()> {
 fn sweep(run: &Run) -> Result<ExitCode> {
     let dir = open_lease_dir(run)?;
     take_sweep_lock(run, &dir)?;
-    make_state_folder(run)?;
+    let store = open_state_folder(run)?;
     // Held, like the sweep lock, until the run ends.
-    let _state_lock = lock::acquire_for(&run.target.state_file)?;
+    let _state_lock = store.lock()?;
     check_metrics_path(run)?;
     let rch = find_rch(run)?;
-    clean_leftovers(run);
-    let mut backoff = state::load_for_run(&run.target.state_file, run.now_unix_ms)?;
+    clean_leftovers(run, &store);
+    let mut backoff = store.load_for_run(run.now_unix_ms)?;
     signals::install().context("cannot install signal handlers")?;
     let (mut scan, scan_duration) = scan_leases(run, &dir)?;
     let policy = policy(run);
     backoff.prune(&scan.candidates, policy.now_unix_ms, policy.max_ms);
     let due = plan::due(&scan.candidates, &backoff, policy.now_unix_ms);
-    let (attempts, daemon) = recoveries(run, rch, &scan.candidates, due);
+    let (attempts, daemon) = recoveries(run, rch, &dir, &scan.candidates, due);
     let candidates = std::mem::take(&mut scan.candidates);
     let mut summary = summary(run, scan, scan_duration, Vec::new());
     summary.daemon = daemon;
     record::attempts(candidates, attempts, &policy, &mut backoff, &mut summary);
     let metrics_file = run.args.metrics_file.as_deref();
     persist::save(
-        &run.target.state_file,
+        &store,
         metrics_file,
         &mut backoff,
         &mut summary,
@@ -333,8 +334,8 @@ fn find_rch(run: &Run) -> Result<PathBuf> {
 
 /// The temporary files a killed run left beside the state file and the
 /// metrics file, removed (now that this run holds the locks).
-fn clean_leftovers(run: &Run) {
-    persist::clean_leftovers(&run.target.state_file);
+fn clean_leftovers(run: &Run, store: &Store) {
+    persist::clean_state_leftovers(store);
     if let Some(metrics) = &run.args.metrics_file {
         persist::clean_leftovers(metrics);
     }
@@ -358,15 +359,25 @@ enum DaemonCheck {
 
 /// The recoveries of the `due` candidates, an attempt each (None for the
 /// others), and what was learnt of rch's daemon. Only a run with something
-/// to recover needs the daemon; the others neither ask rch nor touch a
-/// socket (and an empty run stays fast). While it does not answer, no
-/// recovery starts: each due candidate is kept back.
+/// to recover needs the lease directory to be writable and the daemon; the
+/// others neither look nor ask rch nor touch a socket (and an empty run
+/// stays fast). While rch could not rewrite a journal in `dir` (74), or
+/// its daemon does not answer, no recovery starts: each due candidate is
+/// kept back.
 fn recoveries(
     run: &Run,
     rch: PathBuf,
+    dir: &LeaseDir,
     candidates: &[Candidate],
     due: Vec<(usize, &Candidate)>,
 ) -> (Vec<Option<recover::Attempt>>, Option<daemon::Report>) {
+    if !due.is_empty()
+        && let Err(why) = writable::check(dir)
+    {
+        let error = why.error(&run.target.lease_dir.display());
+        let outcome = NotCharged(Fault::LeaseDir, error);
+        return (kept_back(candidates, &due, &outcome, true), None);
+    }
     let mut settings = recover_settings(run, rch);
     let check = if due.is_empty() {
         DaemonCheck::Unchecked

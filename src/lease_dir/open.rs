@@ -155,6 +155,14 @@ impl AsRawFd for LeaseDir {
     }
 }
 
+/// The open directory's descriptor, borrowed: for what is asked of the
+/// directory itself (whether rch could write it).
+impl AsFd for LeaseDir {
+    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.dir.as_fd()
+    }
+}
+
 /// The type an entry's listing gave (`d_type`), before anything is opened.
 /// `DT_UNKNOWN` (some file systems never fill it in) is resolved by the scan
 /// with [`LeaseDir::kind`].
