@@ -1,17 +1,30 @@
 #!/bin/sh
-# Proves the Debian package the way an operator meets it (issues 12 and 20):
-# builds it with the one command (scripts/package.sh), lints it, installs it
-# with dpkg, verifies and uses what it installed (the package route's cron
-# line too, and doctor --as cron as a user who is not root), enables its
-# timers as an administrator would, removes and purges it, and checks that
-# none of its files, and no link to its units, stay behind: /etc/systemd is
-# as it was before.
+# Proves the Debian package the way an operator meets it (issues 12, 20 and
+# 36): builds it with the one command (scripts/package.sh), lints it,
+# installs it with dpkg, verifies and uses what it installed (the package
+# route's cron line too, doctor --as cron as a user who is not root, and a
+# user's metrics file served by the real node_exporter from Debian's textfile
+# folder made writable the lasting way), enables its timers as an
+# administrator would, upgrades it to a build whose timers differ, removes it
+# with and without a policy-rc.d that forbids stopping services, purges it,
+# and checks that none of its files, and no link to its units, stay behind:
+# /etc/systemd is as it was before.
+#
+# No systemd runs here (nor in CI), so what the maintainer scripts ask of it
+# is checked instead: every dpkg run of the package happens in a private
+# mount namespace (unshare -m) where a tmpfs over /run/systemd has, or lacks,
+# /run/systemd/system, and where /usr/sbin may hold a policy-rc.d of the
+# check's own; recording stand-ins for systemctl, deb-systemd-helper and
+# deb-systemd-invoke come first on PATH (the last two pass every call on to
+# the real tools, whose own systemctl calls are recorded in turn). Nothing
+# outside the namespace sees any of it.
 #
 #   sudo scripts/install-check.sh        # by hand, as root
 #
 # CI runs it (.ci/run) on its clean machine. It installs what it needs: the
-# pinned cargo-deb, and from Debian lintian, man-db, bash-completion and
-# systemd (zsh and fish are checked when present; .ci/run installs them).
+# pinned cargo-deb, and from Debian lintian, man-db, bash-completion, systemd
+# and curl (zsh and fish are checked when present; .ci/run installs them, and
+# prometheus-node-exporter, which the textfile step needs).
 # Whatever fails is named on the last line, and a package it installed is
 # purged again, and links it made are removed. Refuses to run where
 # rch-sweep is installed already, so it never removes an operator's own
@@ -37,6 +50,14 @@ fi
 
 work=$(mktemp -d)
 installed=no
+# The throwaway account and group of the textfile step, and the state of
+# Debian's textfile folder before it (restored after it, or after a failure).
+check_user=rch-sweep-ic$$
+made_user=no
+textfile_dir=/var/lib/prometheus/node-exporter
+textfile_override=no
+textfile_before=
+exporter_pid=
 # The enablement links this check makes (step "enable"), removed again after
 # a failure, whatever the postrm did.
 system_link=/etc/systemd/system/timers.target.wants/rch-sweep@nobody.timer
@@ -44,6 +65,23 @@ user_link=/etc/systemd/user/timers.target.wants/rch-sweep.timer
 enabled=no
 cleanup() {
   status=$?
+  # Undo all that can be undone, whatever fails on the way.
+  set +e
+  if [ -n "$exporter_pid" ]; then
+    kill "$exporter_pid" 2>/dev/null || true
+    wait "$exporter_pid" 2>/dev/null || true
+  fi
+  if [ "$textfile_override" = yes ]; then
+    echo "install-check: removing the statoverride of $textfile_dir after the failure above" >&2
+    dpkg-statoverride --remove "$textfile_dir" >/dev/null 2>&1 || true
+    restore_textfile_dir
+    dpkg --purge rch-sweep-ic-probe >/dev/null 2>&1 || true
+    dpkg-statoverride --remove /var/lib/rch-sweep-ic-probe >/dev/null 2>&1 || true
+  fi
+  if [ "$made_user" = yes ]; then
+    userdel "$check_user" >/dev/null 2>&1 || true
+    groupdel "$check_user" >/dev/null 2>&1 || true
+  fi
   if [ "$installed" = yes ]; then
     echo "install-check: purging $PACKAGE after the failure above" >&2
     dpkg --purge "$PACKAGE" >/dev/null 2>&1 || true
@@ -63,6 +101,15 @@ cleanup() {
   rm -rf "$work"
   exit "$status"
 }
+# Debian's textfile folder as it was: owner, group and mode, and files the
+# step left there.
+restore_textfile_dir() {
+  [ -n "$textfile_before" ] || return 0
+  # shellcheck disable=SC2086 # owner group mode, one a word
+  set -- $textfile_before
+  chown "$1:$2" "$textfile_dir" && chmod "$3" "$textfile_dir"
+  rm -f "$textfile_dir/rch-sweep-$check_user.prom"
+}
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
@@ -73,6 +120,7 @@ command -v lintian >/dev/null 2>&1 || missing="$missing lintian"
 command -v man >/dev/null 2>&1 || missing="$missing man-db"
 [ -f /usr/share/bash-completion/bash_completion ] || missing="$missing bash-completion"
 command -v systemd-analyze >/dev/null 2>&1 || missing="$missing systemd"
+command -v curl >/dev/null 2>&1 || missing="$missing curl"
 if [ -n "$missing" ]; then
   echo "installing from Debian:$missing"
   apt-get update -qq
@@ -129,12 +177,120 @@ if grep -q '^[EW]: ' "$work/lintian.out"; then
   fail "lintian printed errors or warnings in $deb"
 fi
 
-step "maintainer scripts: prerm and postrm only, so installing enables and starts nothing"
+step "maintainer scripts: postinst, prerm and postrm"
 dpkg-deb --ctrl-tarfile "$deb" | tar -t | sed 's|^\./||' | grep -v '^$' | sort > "$work/control-files"
 cat "$work/control-files"
-printf 'control\npostrm\nprerm\n' > "$work/control-expected"
+printf 'control\npostinst\npostrm\nprerm\n' > "$work/control-expected"
 cmp -s "$work/control-files" "$work/control-expected" \
-  || fail "the control archive holds [$(tr '\n' ' ' < "$work/control-files")], expected control, postrm and prerm only"
+  || fail "the control archive holds [$(tr '\n' ' ' < "$work/control-files")], expected control, postinst, postrm and prerm"
+dpkg-deb --field "$deb" Depends | grep -q 'init-system-helpers (>= 1.58)' \
+  || fail "the scripts call deb-systemd-helper --user and deb-systemd-invoke, but the package does not depend on init-system-helpers (>= 1.58)"
+
+step "the upgrade: the same package, its timers firing every 7 minutes instead of 5"
+# What a release that changes a timer looks like to dpkg and systemd: a
+# higher version whose unit files differ. cargo-deb stamps every file with one
+# fixed mtime, so nothing but a daemon-reload tells systemd.
+dpkg-deb -R "$deb" "$work/upgrade"
+for timer in usr/lib/systemd/system/rch-sweep@.timer usr/lib/systemd/user/rch-sweep.timer; do
+  grep -qx 'OnUnitInactiveSec=5min' "$work/upgrade/$timer" || fail "$timer has no OnUnitInactiveSec=5min to change"
+  sed -i 's/^OnUnitInactiveSec=5min$/OnUnitInactiveSec=7min/' "$work/upgrade/$timer"
+done
+upgrade_version="$version+timer7"
+sed -i "s/^Version: .*/Version: $upgrade_version/" "$work/upgrade/DEBIAN/control"
+upgrade_deb="$work/rch-sweep_${upgrade_version}_$(dpkg-deb --field "$deb" Architecture).deb"
+dpkg-deb --root-owner-group --build "$work/upgrade" "$upgrade_deb" >/dev/null || fail "dpkg-deb --build the upgrade"
+dpkg --compare-versions "$upgrade_version" gt "$version" || fail "$upgrade_version is not above $version"
+echo "$upgrade_deb"
+
+step "where systemd runs, or not: a private mount namespace and recording stand-ins"
+# in_world SYSTEMD POLICY COMMAND...: COMMAND in a private mount namespace
+# whose /run/systemd/system exists (SYSTEMD=yes) or not (no), and whose
+# /usr/sbin holds no policy-rc.d (POLICY=none) or one that forbids every
+# action (forbid: exit 101, as in containers and chroots). The calls made of
+# systemctl, deb-systemd-helper and deb-systemd-invoke land in
+# $work/calls.log, one a line; the systemctl stand-in answers list-units with
+# the lines of $work/running (a sweep in progress) and does nothing else.
+# Output in $work/world.out.
+namespaces=no
+if unshare --mount --propagation private true 2>/dev/null; then
+  namespaces=yes
+  mkdir "$work/shims" "$work/sbin-real" "$work/sbin-view"
+  {
+    echo '#!/bin/sh'
+    echo "printf 'systemctl %s\\n' \"\$*\" >> '$work/calls.log'"
+    echo "case \" \$* \" in *' list-units '*) cat '$work/running' 2>/dev/null ;; esac"
+    echo 'exit 0'
+  } > "$work/shims/systemctl"
+  for tool in deb-systemd-helper deb-systemd-invoke; do
+    {
+      echo '#!/bin/sh'
+      echo "printf '$tool %s\\n' \"\$*\" >> '$work/calls.log'"
+      echo "exec /usr/bin/$tool \"\$@\""
+    } > "$work/shims/$tool"
+  done
+  chmod 755 "$work/shims/systemctl" "$work/shims/deb-systemd-helper" "$work/shims/deb-systemd-invoke"
+  # /usr/sbin as it is, seen through links, so that a policy-rc.d can be
+  # added to the view without touching the real folder.
+  for entry in /usr/sbin/*; do
+    name=${entry##*/}
+    [ "$name" = policy-rc.d ] || ln -s "$work/sbin-real/$name" "$work/sbin-view/$name"
+  done
+  if [ -d /run/systemd ]; then runtime_mount=/run/systemd; else runtime_mount=/run; fi
+else
+  echo "SKIPPED: unshare --mount is not permitted here: dpkg runs as it is, and the maintainer scripts' calls are not checked"
+fi
+in_world() {
+  systemd=$1
+  policy=$2
+  shift 2
+  : > "$work/calls.log"
+  if [ "$namespaces" = no ]; then
+    "$@" > "$work/world.out" 2>&1
+    return
+  fi
+  rm -f "$work/sbin-view/policy-rc.d"
+  if [ "$policy" = forbid ]; then
+    printf '#!/bin/sh\nexit 101\n' > "$work/sbin-view/policy-rc.d"
+    chmod 755 "$work/sbin-view/policy-rc.d"
+  fi
+  # shellcheck disable=SC2016 # the inner sh expands them
+  unshare --mount --propagation private sh -eu -c '
+    work=$1 systemd=$2 runtime=$3
+    shift 3
+    mount -t tmpfs tmpfs "$runtime"
+    if [ "$systemd" = yes ]; then mkdir -p /run/systemd/system; else mkdir -p /run/systemd; fi
+    mount --bind /usr/sbin "$work/sbin-real"
+    mount --bind "$work/sbin-view" /usr/sbin
+    PATH="$work/shims:$PATH" exec "$@"
+  ' sh "$work" "$systemd" "$runtime_mount" "$@" > "$work/world.out" 2>&1
+}
+# The calls the last in_world recorded, joined with ";": all of them, or
+# those of systemctl and deb-systemd-invoke alone.
+all_calls() { tr '\n' ';' < "$work/calls.log"; }
+service_calls() { grep -E '^(systemctl|deb-systemd-invoke) ' "$work/calls.log" | tr '\n' ';' || true; }
+# expect_calls WHAT EXPECTED: the systemctl and deb-systemd-invoke calls of
+# the last in_world were EXPECTED, in that order.
+expect_calls() {
+  [ "$namespaces" = yes ] || { echo "SKIPPED: $1: calls not recorded"; return 0; }
+  got=$(service_calls)
+  [ "$got" = "$2" ] || fail "$1: asked '$got', expected '$2' (all calls: $(all_calls); output: $(cat "$work/world.out"))"
+  echo "ok: $1: ${2:-nothing asked of systemd}"
+}
+# expect_helper WHAT ARGS: deb-systemd-helper was called with ARGS.
+expect_helper() {
+  [ "$namespaces" = yes ] || return 0
+  grep -qxF "deb-systemd-helper $2" "$work/calls.log" \
+    || fail "$1: no 'deb-systemd-helper $2' among: $(all_calls)"
+  echo "ok: $1: deb-systemd-helper $2"
+}
+reload='systemctl --system daemon-reload;'
+try_restart='deb-systemd-invoke try-restart rch-sweep@*.timer;systemctl try-restart rch-sweep@*.timer;'
+stop_asked='deb-systemd-invoke stop rch-sweep@*.timer rch-sweep@*.service;'
+stop_done='systemctl stop rch-sweep@*.timer rch-sweep@*.service;'
+list_sweeps='systemctl --system list-units --no-legend --plain --state=active,activating,deactivating,reloading rch-sweep@*.service;'
+# What deb-systemd-helper keeps before the install: after the purge it must
+# be as it was.
+find /var/lib/systemd -path '*deb-systemd*' 2>/dev/null | sort > "$work/dsh-state.before"
 
 step "dpkg path filters of this machine"
 # Container images often keep dpkg from unpacking documentation
@@ -162,12 +318,16 @@ else
   echo "none: dpkg unpacks every file"
 fi
 
-step "dpkg -i"
+step "dpkg -i, where systemd runs: systemd reloaded, nothing enabled or started"
 # What /etc/systemd holds now; after the purge it must hold exactly that.
 find /etc/systemd | sort > "$work/etc-systemd.before"
 installed=yes
 # shellcheck disable=SC2086 # one option a word
-dpkg $include -i "$deb" || fail "dpkg -i $deb"
+in_world yes none dpkg $include -i "$deb" || fail "dpkg -i $deb: $(cat "$work/world.out")"
+cat "$work/world.out"
+# A first install: the reload, and no try-restart (nothing of it runs yet).
+expect_calls "dpkg -i (postinst configure)" "$reload"
+expect_helper "dpkg -i (postinst configure)" "--user update-state rch-sweep.timer"
 dpkg-query -W -f '${db:Status-Status}\n' "$PACKAGE" | grep -qx installed \
   || fail "dpkg does not list $PACKAGE as installed"
 dpkg -L "$PACKAGE" | sort > "$work/listed"
@@ -346,41 +506,119 @@ grep -qF "\"finding\":\"lease directory $user_home/.local/state/rch/job-leases d
   || fail "doctor --as cron did not warn that cron sweeps a missing folder: $(cat "$work/doctor.out")"
 echo "and it warns that cron would sweep the missing $user_home/.local/state/rch/job-leases"
 
-step "prerm and postrm where systemd runs, in a private mount namespace with systemctl stubbed"
-# No systemd runs here, so what the scripts ask of it is recorded by a stub
-# systemctl (deb-systemd-invoke runs the first systemctl on PATH) under a
-# private /run that has, or lacks, /run/systemd/system. Where a
-# policy-rc.d exists, one that allows is mounted over it.
-if unshare --mount --propagation private true 2>/dev/null; then
-  mkdir "$work/stubs"
-  printf '#!/bin/sh\nprintf "%%s\\n" "$*" >> "%s/systemctl.log"\n' "$work" > "$work/stubs/systemctl"
-  printf '#!/bin/sh\nexit 0\n' > "$work/stubs/policy-rc.d"
-  chmod 755 "$work/stubs/systemctl" "$work/stubs/policy-rc.d"
-  # asks SYSTEMD SCRIPT ARG: what SCRIPT ARG asked of systemctl, one call a line.
-  asks() {
-    : > "$work/systemctl.log"
-    # shellcheck disable=SC2016 # the inner sh expands them
-    unshare --mount --propagation private sh -eu -c '
-      mount -t tmpfs tmpfs /run
-      [ "$1" = no ] || mkdir -p /run/systemd/system
-      [ ! -e /usr/sbin/policy-rc.d ] || mount --bind "$2/policy-rc.d" /usr/sbin/policy-rc.d
-      PATH="$2:$PATH" "/var/lib/dpkg/info/$3" "$4" >/dev/null
-    ' sh "$1" "$work/stubs" "$2" "$3" || fail "$2 $3 (systemd running: $1) failed"
-    tr '\n' ';' < "$work/systemctl.log"
-  }
-  expect() {
-    got=$(asks "$1" "$2" "$3")
-    [ "$got" = "$4" ] || fail "$2 $3, systemd running: $1: asked systemctl '$got', expected '$4'"
-    echo "ok: $2 $3, systemd running: $1: ${4:-nothing asked}"
-  }
-  expect yes "$PACKAGE.prerm" remove 'stop rch-sweep@*.timer rch-sweep@*.service;'
-  expect yes "$PACKAGE.prerm" upgrade ''
-  expect no "$PACKAGE.prerm" remove ''
-  expect yes "$PACKAGE.postrm" remove '--system daemon-reload;'
-  expect no "$PACKAGE.postrm" remove ''
-else
-  echo "SKIPPED: unshare --mount is not permitted here; the real dpkg -r below still runs the scripts"
-fi
+step "the maintainer scripts where no systemd runs: nothing asked of it"
+# Called as dpkg calls them, in a world without /run/systemd/system (a
+# container, a chroot): deb-systemd-helper's bookkeeping only.
+run_script() {
+  in_world "$1" "$2" env DPKG_MAINTSCRIPT_PACKAGE="$PACKAGE" DPKG_MAINTSCRIPT_NAME="${3##*.}" \
+    "/var/lib/dpkg/info/$3" "$4" "${5:-}" || fail "$3 $4 ${5:-} (systemd: $1, policy-rc.d: $2): $(cat "$work/world.out")"
+}
+run_script no none "$PACKAGE.postinst" configure "$version"
+expect_calls "postinst configure $version, no systemd" ""
+expect_helper "postinst configure $version, no systemd" "--user update-state rch-sweep.timer"
+run_script no none "$PACKAGE.prerm" remove
+expect_calls "prerm remove, no systemd" ""
+run_script yes none "$PACKAGE.prerm" upgrade "$upgrade_version"
+expect_calls "prerm upgrade, systemd running" ""
+
+step "textfile metrics: Debian's folder opened to a group with dpkg-statoverride, served by the real node_exporter"
+# README, "The textfile folder": /var/lib/prometheus/node-exporter belongs
+# to prometheus-node-exporter, root's and 0755; a statoverride opens it to
+# the sweeping users' group in a way dpkg itself keeps. Here with a
+# throwaway account whose group is the one let in; afterwards the folder is
+# as it was.
+[ -d "$textfile_dir" ] || fail "$textfile_dir does not exist: is prometheus-node-exporter installed? (.ci/run installs it)"
+exporter=$(command -v prometheus-node-exporter) || fail "prometheus-node-exporter is not installed (.ci/run installs it)"
+dpkg-statoverride --list "$textfile_dir" >/dev/null 2>&1 \
+  && fail "$textfile_dir has a statoverride already; I check on a folder nobody configured"
+textfile_before=$(stat -c '%U %G %a' "$textfile_dir")
+mkdir -m 0755 "$work/check-home"
+useradd --home-dir "$work/check-home/$check_user" --create-home --user-group --shell /bin/sh "$check_user" \
+  || fail "useradd $check_user"
+made_user=yes
+# dpkg leaves an existing folder's owner and mode alone when it unpacks it
+# again (an upgrade of node_exporter), but makes the folder root's and 0755
+# whenever it is missing (a new host, a reinstall after a purge): then a
+# chmod made by hand is gone, and only a statoverride, dpkg's own record of
+# the owner and mode wanted, is applied. A package of the check's own that
+# ships Debian's folder, as Debian ships it, makes dpkg unpack that folder
+# again; for a folder made anew it ships one of its own beside it, under an
+# override set before it is installed. (Never hide Debian's folder from dpkg
+# to have it made anew: dpkg would take a listed folder it cannot find out of
+# prometheus-node-exporter's file list.)
+probe_dir=/var/lib/rch-sweep-ic-probe
+[ ! -e "$probe_dir" ] || fail "$probe_dir exists already"
+mkdir -p "$work/probe/DEBIAN" "$work/probe$textfile_dir" "$work/probe$probe_dir"
+chmod 0755 "$work/probe$textfile_dir" "$work/probe$probe_dir"
+printf 'Package: rch-sweep-ic-probe\nVersion: 1\nArchitecture: all\nMaintainer: install-check <ic@example.org>\nDescription: ships %s, as prometheus-node-exporter does\n' \
+  "$textfile_dir" > "$work/probe/DEBIAN/control"
+dpkg-deb --root-owner-group --build "$work/probe" "$work/probe.deb" >/dev/null || fail "dpkg-deb --build the probe"
+# The commands the README gives, with the account's group for `rch-metrics`;
+# the probe's own folder gets the same override, before it exists.
+textfile_override=yes
+dpkg-statoverride --update --add root "$check_user" 1775 "$textfile_dir" \
+  || fail "dpkg-statoverride --update --add root $check_user 1775 $textfile_dir"
+[ "$(stat -c '%U %G %a' "$textfile_dir")" = "root $check_user 1775" ] \
+  || fail "after dpkg-statoverride --update: $(stat -c '%U %G %a' "$textfile_dir")"
+dpkg-statoverride --add root "$check_user" 1775 "$probe_dir" || fail "dpkg-statoverride --add ... $probe_dir"
+dpkg -i "$work/probe.deb" >/dev/null || fail "dpkg -i the probe"
+after_unpack=$(stat -c '%U %G %a' "$textfile_dir")
+made=$(stat -c '%U %G %a' "$probe_dir")
+dpkg --purge rch-sweep-ic-probe >/dev/null || fail "dpkg --purge the probe"
+dpkg-statoverride --remove "$probe_dir" || fail "dpkg-statoverride --remove $probe_dir"
+[ -d "$textfile_dir" ] && dpkg-query -S "$textfile_dir" 2>/dev/null | grep -q prometheus-node-exporter \
+  || fail "after the probe, $textfile_dir is gone or no longer prometheus-node-exporter's"
+[ ! -e "$probe_dir" ] || fail "the probe left $probe_dir"
+[ "$after_unpack" = "root $check_user 1775" ] \
+  || fail "dpkg unpacking $textfile_dir again left it '$after_unpack', not 'root $check_user 1775'"
+echo "ok: dpkg unpacked $textfile_dir again (as an upgrade of node_exporter does) and kept it: $after_unpack"
+[ "$made" = "root $check_user 1775" ] \
+  || fail "dpkg made a folder under an override as '$made', not 'root $check_user 1775'"
+echo "ok: dpkg makes a folder anew (a new host, a reinstall after a purge) as its override says: $made"
+# The account's sweep writes its file there, as its timer or cron line would.
+check_home="$work/check-home/$check_user"
+mkdir -p "$check_home/.local/bin" "$check_home/.local/state/rch/job-leases"
+printf '#!/bin/sh\nif [ "$1" = --version ]; then echo "rch 0.0.0 (install-check stand-in)"; exit 0; fi\nexit 1\n' \
+  > "$check_home/.local/bin/rch"
+chmod 755 "$check_home/.local/bin/rch"
+chown -R "$check_user:" "$check_home"
+prom="$textfile_dir/rch-sweep-$check_user.prom"
+runuser -u "$check_user" -- env -i HOME="$check_home" LOGNAME="$check_user" PATH=/usr/bin:/bin \
+  sh -c 'umask 077; rch-sweep --quiet --metrics-file "/var/lib/prometheus/node-exporter/rch-sweep-$LOGNAME.prom"' \
+  || fail "rch-sweep --metrics-file as $check_user"
+[ -f "$prom" ] || fail "the sweep of $check_user wrote no $prom"
+# node_exporter as Debian's unit runs it (user prometheus), the textfile
+# collector only, on a loopback port.
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+runuser -u prometheus -- "$exporter" --collector.disable-defaults --collector.textfile \
+  --collector.textfile.directory="$textfile_dir" --web.listen-address="127.0.0.1:$port" \
+  > "$work/exporter.log" 2>&1 &
+exporter_pid=$!
+scraped=no
+for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
+  if curl -sf "http://127.0.0.1:$port/metrics" > "$work/scrape.txt" 2>/dev/null; then
+    scraped=yes
+    break
+  fi
+  sleep 0.5
+done
+kill "$exporter_pid" 2>/dev/null || true
+wait "$exporter_pid" 2>/dev/null || true
+exporter_pid=
+[ "$scraped" = yes ] || fail "node_exporter did not answer on 127.0.0.1:$port: $(cat "$work/exporter.log")"
+grep -qF "rch_sweep_exit_code{lease_dir=\"$check_home/.local/state/rch/job-leases\"} 0" "$work/scrape.txt" \
+  || fail "node_exporter does not serve $check_user's rch_sweep_exit_code: $(grep -E 'rch_sweep|textfile' "$work/scrape.txt")"
+grep -qx 'node_textfile_scrape_error 0' "$work/scrape.txt" \
+  || fail "node_exporter could not read a file of $textfile_dir: $(grep textfile "$work/scrape.txt")"
+echo "ok: node_exporter (as prometheus) serves $check_user's $(grep -F rch_sweep_exit_code "$work/scrape.txt" | grep -v '^#')"
+# Afterwards the folder is as it was, with no override left.
+dpkg-statoverride --remove "$textfile_dir" || fail "dpkg-statoverride --remove $textfile_dir"
+textfile_override=no
+restore_textfile_dir
+[ "$(stat -c '%U %G %a' "$textfile_dir")" = "$textfile_before" ] || fail "$textfile_dir is not as it was"
+userdel "$check_user" 2>/dev/null || fail "userdel $check_user"
+groupdel "$check_user" 2>/dev/null || true
+made_user=no
 
 step "enable as an administrator would, without a running systemd"
 enabled=yes
@@ -393,8 +631,35 @@ for link in "$system_link" "$user_link"; do
   echo "ok: $link -> $target"
 done
 
-step "dpkg -r: instances stopped where systemd runs, enablement kept for a reinstall"
-dpkg -r "$PACKAGE" || fail "dpkg -r $PACKAGE"
+step "upgrade to $upgrade_version, where systemd runs: reloaded, the active timers try-restarted"
+in_world yes none dpkg -i "$upgrade_deb" || fail "dpkg -i $upgrade_deb: $(cat "$work/world.out")"
+cat "$work/world.out"
+# Old prerm upgrade asks nothing; the new postinst reloads, so systemd
+# reads the new timers, and try-restarts the running instances, so their
+# next elapse follows the new OnUnitInactiveSec= (nothing not running starts).
+expect_calls "upgrade" "$reload$try_restart"
+expect_helper "upgrade" "--user update-state rch-sweep.timer"
+# The administrator's --global enable is recorded, so it is kept up to date.
+expect_helper "upgrade" "--user enable rch-sweep.timer"
+grep -q 'systemctl --user daemon-reload' "$work/world.out" \
+  || fail "the upgrade did not tell users how their own managers pick up the new timer: $(cat "$work/world.out")"
+for timer in /usr/lib/systemd/system/rch-sweep@.timer /usr/lib/systemd/user/rch-sweep.timer; do
+  grep -qx 'OnUnitInactiveSec=7min' "$timer" || fail "after the upgrade $timer does not say OnUnitInactiveSec=7min"
+done
+for link in "$system_link" "$user_link"; do
+  [ -L "$link" ] && [ -f "$(readlink "$link")" ] || fail "the upgrade broke $link"
+done
+[ "$(dpkg-query -W -f '${Version}' "$PACKAGE")" = "$upgrade_version" ] || fail "dpkg does not list $upgrade_version"
+echo "ok: $upgrade_version installed, timers at 7 minutes, enablement kept"
+if [ -d /run/systemd/system ]; then
+  echo "NOTE: systemd runs on this machine, but the check's dpkg runs saw a private world; its own manager was not asked"
+fi
+
+step "dpkg -r where systemd runs: instances stopped, systemd reloaded, enablement kept for a reinstall"
+in_world yes none dpkg -r "$PACKAGE" || fail "dpkg -r $PACKAGE: $(cat "$work/world.out")"
+cat "$work/world.out"
+expect_calls "dpkg -r" "$stop_asked$stop_done$list_sweeps$reload"
+expect_helper "dpkg -r" "--user mask rch-sweep.timer"
 dpkg-query -W -f '${db:Status-Status}' "$PACKAGE" | grep -qx config-files \
   || fail "after dpkg -r, dpkg should keep $PACKAGE's postrm for the purge (status config-files)"
 [ ! -e /usr/bin/rch-sweep ] || fail "/usr/bin/rch-sweep remains after dpkg -r"
@@ -408,8 +673,39 @@ as_cron || status=$?
 [ "$status" = 127 ] || fail "with the package removed, cron's '$cron_command' exited $status, not 127: the check above proves nothing"
 echo "ok: without the package, the cron line exits 127 (command not found)"
 
+step "dpkg -r where a policy-rc.d forbids stops, a sweep running: left to finish, no daemon-reload under it"
+# As in a container: prerm's stop is refused by policy-rc.d (exit 101), so
+# rch-sweep@nobody.service is still sweeping when postrm runs. A
+# daemon-reload then would leave it without its unit file, on systemd's
+# defaults (killed at the default timeout, not its own 25 minutes), so
+# postrm reloads nothing and says what to run when the sweep is done.
+in_world yes none dpkg -i "$upgrade_deb" || fail "reinstall $upgrade_deb: $(cat "$work/world.out")"
+expect_calls "reinstall after dpkg -r" "$reload$try_restart"
+expect_helper "reinstall after dpkg -r" "--user unmask rch-sweep.timer"
+echo 'rch-sweep@nobody.service loaded activating start start Recover dead rch client leases of nobody (one sweep)' \
+  > "$work/running"
+in_world yes forbid dpkg -r "$PACKAGE" || fail "dpkg -r $PACKAGE under policy-rc.d 101: $(cat "$work/world.out")"
+cat "$work/world.out"
+expect_calls "dpkg -r, policy-rc.d 101, a sweep running" "$stop_asked$list_sweeps"
+grep -q 'rch-sweep@nobody.service is still sweeping' "$work/world.out" \
+  || fail "postrm did not say that it left rch-sweep@nobody.service to finish: $(cat "$work/world.out")"
+grep -qF "systemctl stop 'rch-sweep@*.timer' && systemctl daemon-reload" "$work/world.out" \
+  || fail "postrm did not say what to run when the sweep is done: $(cat "$work/world.out")"
+echo "ok: the running sweep is left to finish under its own unit; the administrator is told to reload after it"
+# With the sweep done, the same postrm reloads, policy-rc.d or not (a
+# reload starts and stops nothing).
+rm -f "$work/running"
+run_script yes forbid "$PACKAGE.postrm" remove
+expect_calls "postrm remove, policy-rc.d 101, no sweep running" "$list_sweeps$reload"
+run_script no forbid "$PACKAGE.postrm" remove
+expect_calls "postrm remove, no systemd" ""
+
 step "dpkg --purge: nothing of the package stays, no link to its units, /etc/systemd as before"
-dpkg --purge "$PACKAGE" || fail "dpkg --purge $PACKAGE"
+in_world yes none dpkg --purge "$PACKAGE" || fail "dpkg --purge $PACKAGE: $(cat "$work/world.out")"
+cat "$work/world.out"
+expect_calls "dpkg --purge" "$list_sweeps$reload"
+expect_helper "dpkg --purge" "--user purge rch-sweep.timer"
+expect_helper "dpkg --purge" "--user unmask rch-sweep.timer"
 installed=no
 if dpkg-query -W -f '${db:Status-Status}' "$PACKAGE" 2>/dev/null | grep -qvx not-installed; then
   fail "dpkg still knows $PACKAGE after the purge"
@@ -439,5 +735,9 @@ diff "$work/etc-systemd.before" "$work/etc-systemd.after" \
   || fail "/etc/systemd differs from before the install (< before, > after)"
 enabled=no
 echo "no link to a unit of $PACKAGE, /etc/systemd as before"
+find /var/lib/systemd -path '*deb-systemd*' 2>/dev/null | sort > "$work/dsh-state.after"
+diff "$work/dsh-state.before" "$work/dsh-state.after" \
+  || fail "deb-systemd-helper's state differs from before the install (< before, > after)"
+echo "deb-systemd-helper's state as before"
 
-printf '\ninstall-check: ok: %s built, linted, installed, verified, used, enabled, removed, purged\n' "$(basename "$deb")"
+printf '\ninstall-check: ok: %s built, linted, installed, verified, used, enabled, upgraded, removed (with and without a forbidding policy-rc.d), purged\n' "$(basename "$deb")"

@@ -2,7 +2,8 @@
 //! default, in one place. Raw values land here; `config` turns them into the
 //! validated settings the rest of the program uses.
 
-use clap::{Args, Parser, Subcommand};
+use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 const LEASE_DIR_HELP: &str = "The lease journals to scan [default: $RCH_STATE_HOME/job-leases, \
@@ -34,6 +35,8 @@ pub const ENV_VARS: [&str; 5] = [
     "RCH_SWEEP_METRICS_FILE",
 ];
 
+/// The command line as clap derives it. Its help, its completion scripts and
+/// doctor's reading of the arguments are this; [`Cli`] parses through it.
 #[derive(Debug, Parser)]
 #[command(
     name = "rch-sweep",
@@ -53,12 +56,212 @@ See rch-sweep(1) for how a journal is judged.",
     args_conflicts_with_subcommands = true,
     disable_help_subcommand = true
 )]
-pub struct Cli {
+struct Definition {
     #[command(subcommand)]
-    pub command: Option<Command>,
+    command: Option<Command>,
 
     #[command(flatten)]
+    run: RunArgs,
+}
+
+/// The parsed command line: a subcommand, or the options of the default
+/// command, `run`. Parsed as [`Definition`] says, after the options of
+/// `run` that stand before a subcommand are moved to just after it
+/// ([`options_after_subcommand`]), so `rch-sweep --lease-dir D status` is
+/// `rch-sweep status --lease-dir D` (SPEC, Synopsis), and an option the
+/// subcommand does not take is refused there as it would be after it.
+#[derive(Debug)]
+pub struct Cli {
+    pub command: Option<Command>,
     pub run: RunArgs,
+}
+
+impl From<Definition> for Cli {
+    fn from(definition: Definition) -> Self {
+        Cli {
+            command: definition.command,
+            run: definition.run,
+        }
+    }
+}
+
+/// The definition clap derives: every completion script, the help and
+/// doctor's reading of the command line come from it.
+impl CommandFactory for Cli {
+    fn command() -> clap::Command {
+        Definition::command()
+    }
+
+    fn command_for_update() -> clap::Command {
+        Definition::command_for_update()
+    }
+}
+
+impl FromArgMatches for Cli {
+    fn from_arg_matches(matches: &ArgMatches) -> Result<Self, clap::Error> {
+        Definition::from_arg_matches(matches).map(Cli::from)
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &ArgMatches) -> Result<(), clap::Error> {
+        let mut definition = Definition {
+            command: self.command.take(),
+            run: self.run.clone(),
+        };
+        let result = definition.update_from_arg_matches(matches);
+        *self = Cli::from(definition);
+        result
+    }
+}
+
+/// Every way in goes through [`arguments`]: `main`'s `Cli::parse()` and the
+/// tests' `Cli::try_parse_from` alike.
+impl Parser for Cli {
+    fn parse() -> Self {
+        Self::parse_from(std::env::args_os())
+    }
+
+    fn try_parse() -> Result<Self, clap::Error> {
+        Self::try_parse_from(std::env::args_os())
+    }
+
+    fn parse_from<I, T>(itr: I) -> Self
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<OsString> + Clone,
+    {
+        Cli::from(Definition::parse_from(arguments(itr)))
+    }
+
+    fn try_parse_from<I, T>(itr: I) -> Result<Self, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<OsString> + Clone,
+    {
+        Definition::try_parse_from(arguments(itr)).map(Cli::from)
+    }
+
+    fn update_from<I, T>(&mut self, itr: I)
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<OsString> + Clone,
+    {
+        let matches = Self::command_for_update().get_matches_from(arguments(itr));
+        if let Err(error) = self.update_from_arg_matches(&matches) {
+            error.format(&mut Self::command()).exit()
+        }
+    }
+
+    fn try_update_from<I, T>(&mut self, itr: I) -> Result<(), clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<OsString> + Clone,
+    {
+        let matches = Self::command_for_update().try_get_matches_from(arguments(itr))?;
+        self.update_from_arg_matches(&matches)
+            .map_err(|error| error.format(&mut Self::command()))
+    }
+}
+
+/// This process's command line as [`Cli`] parses it: the options of `run`
+/// that stood before the subcommand moved after it. Code that reads the
+/// arguments again with clap (doctor asks which options were given on the
+/// command line, and re-executes itself with them) reads these, so that
+/// `rch-sweep --lease-dir D doctor` is `rch-sweep doctor --lease-dir D`
+/// there too.
+pub fn args_os() -> Vec<OsString> {
+    arguments(std::env::args_os())
+}
+
+/// A command line as clap is to parse it: [`options_after_subcommand`].
+fn arguments<I, T>(itr: I) -> Vec<OsString>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let argv = itr.into_iter().map(Into::into).collect();
+    options_after_subcommand(&Definition::command(), argv)
+}
+
+/// How many words an option of `command` takes up at the front of `words`
+/// (itself, and its value when that is the next word), or None when the
+/// first word is no option of `command` that may be moved: `--`, a help or
+/// version flag (clap has not added those yet), an unknown option, an
+/// option whose value is missing.
+fn option_width(command: &clap::Command, words: &[OsString]) -> Option<usize> {
+    let word = words.first()?.to_str()?;
+    let takes_value = |arg: &clap::Arg| arg.get_action().takes_values();
+    let next_is_value = || {
+        words
+            .get(1)
+            .and_then(|next| next.to_str())
+            .is_some_and(|next| !next.starts_with('-'))
+    };
+    if let Some(long) = word.strip_prefix("--") {
+        let (name, inline_value) = match long.split_once('=') {
+            Some((name, _)) => (name, true),
+            None => (long, false),
+        };
+        let arg = command
+            .get_arguments()
+            .find(|arg| arg.get_long() == Some(name))?;
+        return match (takes_value(arg), inline_value) {
+            (false, false) | (true, true) => Some(1),
+            (true, false) if next_is_value() => Some(2),
+            _ => None,
+        };
+    }
+    let shorts = word.strip_prefix('-').filter(|shorts| !shorts.is_empty())?;
+    for (at, short) in shorts.char_indices() {
+        let arg = command
+            .get_arguments()
+            .find(|arg| arg.get_short() == Some(short))?;
+        if takes_value(arg) {
+            let rest = &shorts[at + short.len_utf8()..];
+            return if !rest.is_empty() {
+                Some(1)
+            } else if next_is_value() {
+                Some(2)
+            } else {
+                None
+            };
+        }
+    }
+    Some(1)
+}
+
+/// SPEC: the options of `run` that a subcommand also takes may stand before
+/// it. Moves the options that stand before the first subcommand to just
+/// after it, in their order, so clap parses them as the subcommand's: one
+/// the subcommand does not take is then refused as unknown to it (2), and
+/// one given on both sides as given twice (2), as if written after it.
+/// Anything else (no subcommand, a word that is no option of `run`) leaves
+/// the command line as it is, for clap to judge.
+pub fn options_after_subcommand(command: &clap::Command, argv: Vec<OsString>) -> Vec<OsString> {
+    let Some(words) = argv.get(1..) else {
+        return argv;
+    };
+    let mut at = 0;
+    while let Some(word) = words.get(at) {
+        let is_subcommand = word
+            .to_str()
+            .is_some_and(|name| command.find_subcommand(name).is_some());
+        if is_subcommand {
+            if at == 0 {
+                return argv;
+            }
+            let mut moved = Vec::with_capacity(argv.len());
+            moved.extend(argv.first().cloned());
+            moved.push(word.clone());
+            moved.extend_from_slice(&words[..at]);
+            moved.extend_from_slice(&words[at + 1..]);
+            return moved;
+        }
+        match option_width(command, &words[at..]) {
+            Some(width) => at += width,
+            None => return argv,
+        }
+    }
+    argv
 }
 
 #[derive(Debug, Subcommand)]
@@ -83,10 +286,12 @@ space where the state is saved) and the environment (which decisions rest on var
 or cron line lacks). Each check is ok, warn or fail, with a fix; a real run refuses exactly what \
 this reports as fail. Writes, renames and creates nothing, takes no lock, and starts no program \
 but `rch --version` and `rch --json --format json daemon status` (and asks rch's daemon for its \
-health; with --as, it also runs itself). With --as ROUTE it re-executes itself in the \
-environment that route gives a run (cron: HOME, LOGNAME, SHELL=/bin/sh, PATH=/usr/bin:/bin; \
-user-timer and system-timer: what the shipped units give), keeping the options given on the \
-command line and dropping every other variable. Exit status: 0 when no check fails, 1 otherwise."
+health; with --as, also `crontab -l`, `systemctl show` and itself). With --as ROUTE it reads \
+that route's own configuration (cron: your crontab, each rch-sweep line checked with its own \
+options and variables; user-timer and system-timer: the unit and its drop-ins as systemd would \
+start it) and re-executes itself with those options in that environment and nothing else; the \
+options given on the command line count only where the route gives none. Exit status: 0 when \
+no check fails, 1 otherwise."
     )]
     Doctor(DoctorArgs),
 }
@@ -101,17 +306,22 @@ pub struct DoctorArgs {
     /// Check as a run started by ROUTE meets it: in that route's environment
     #[arg(long = "as", value_name = "ROUTE", value_enum)]
     pub route: Option<Route>,
+
+    /// Set by `doctor --as` on the doctor it re-executes: this environment
+    /// is the one ROUTE gives, not a login shell's
+    #[arg(long = "in-route", value_name = "ROUTE", value_enum, hide = true)]
+    pub in_route: Option<Route>,
 }
 
 /// How a sweep is started every five minutes; each hands it its own
 /// environment (SPEC, `doctor --as`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Route {
-    /// A crontab line: HOME, LOGNAME, SHELL=/bin/sh, PATH=/usr/bin:/bin
+    /// Your crontab's rch-sweep lines (crontab -l)
     Cron,
-    /// The shipped user unit, rch-sweep.service
+    /// rch-sweep.service of your user manager, with its drop-ins
     UserTimer,
-    /// The shipped system template, rch-sweep@USER.service
+    /// rch-sweep@USER.service of the system manager, with its drop-ins
     SystemTimer,
 }
 
@@ -333,6 +543,100 @@ mod tests {
         assert_eq!(cli.run.max_recoveries, 2);
         let cli = Cli::try_parse_from(["rch-sweep", "run", "--json"]).expect("parses");
         assert!(matches!(cli.command, Some(Command::Run(ref args)) if args.json));
+    }
+
+    /// SPEC, Synopsis: the options of `run` a subcommand also takes may
+    /// stand before it.
+    #[test]
+    fn options_of_run_may_stand_before_the_subcommand() {
+        let words = |argv: &[&str]| -> Vec<String> {
+            let argv = argv.iter().map(OsString::from).collect();
+            options_after_subcommand(&Cli::command(), argv)
+                .into_iter()
+                .map(|word| word.into_string().expect("utf-8"))
+                .collect()
+        };
+        assert_eq!(
+            words(&["rch-sweep", "--lease-dir", "D", "status", "--json"]),
+            ["rch-sweep", "status", "--lease-dir", "D", "--json"]
+        );
+        assert_eq!(
+            words(&[
+                "rch-sweep",
+                "--lease-dir=D",
+                "-q",
+                "--json",
+                "doctor",
+                "--as",
+                "cron"
+            ]),
+            [
+                "rch-sweep",
+                "doctor",
+                "--lease-dir=D",
+                "-q",
+                "--json",
+                "--as",
+                "cron"
+            ]
+        );
+        // A value that is a subcommand's name is the option's value.
+        assert_eq!(
+            words(&["rch-sweep", "--lease-dir", "status", "status"]),
+            ["rch-sweep", "status", "--lease-dir", "status"]
+        );
+        // Left for clap: no subcommand, help, an unknown option, `--`, a
+        // missing value.
+        for argv in [
+            &["rch-sweep", "--lease-dir", "D", "--dry-run"][..],
+            &["rch-sweep", "status", "--lease-dir", "D"],
+            &["rch-sweep", "--help", "status"],
+            &["rch-sweep", "--as", "cron", "doctor"],
+            &["rch-sweep", "--", "status"],
+            &["rch-sweep", "--lease-dir", "--json", "status"],
+        ] {
+            assert_eq!(words(argv), argv, "{argv:?}");
+        }
+
+        let cli = Cli::try_parse_from(["rch-sweep", "--lease-dir", "D", "status", "--json"])
+            .expect("parses");
+        let Some(Command::Status(status)) = cli.command else {
+            panic!("not status: {cli:?}");
+        };
+        assert_eq!(status.paths.lease_dir, Some(PathBuf::from("D")));
+        assert!(status.json);
+        let cli = Cli::try_parse_from(["rch-sweep", "--state-file", "S", "forget", "--all"])
+            .expect("parses");
+        assert!(
+            matches!(cli.command, Some(Command::Forget(ref forget)) if forget.all && forget.paths.state_file == Some(PathBuf::from("S")))
+        );
+        let cli = Cli::try_parse_from(["rch-sweep", "--stale-after", "60", "explain", "rchw-x"])
+            .expect("parses");
+        assert!(
+            matches!(cli.command, Some(Command::Explain(ref explain)) if explain.stale_after == 60)
+        );
+        let cli = Cli::try_parse_from(["rch-sweep", "--rch", "/r", "doctor", "--as", "cron"])
+            .expect("parses");
+        assert!(
+            matches!(cli.command, Some(Command::Doctor(ref doctor)) if doctor.run.rch == Some(PathBuf::from("/r")) && doctor.route == Some(Route::Cron))
+        );
+        // Not taken by the subcommand, or given on both sides: refused.
+        for argv in [
+            &["rch-sweep", "--stale-after", "60", "status"][..],
+            &["rch-sweep", "--json", "forget", "--all"],
+            &["rch-sweep", "--lease-dir", "D", "completions", "bash"],
+            &[
+                "rch-sweep",
+                "--lease-dir",
+                "D",
+                "status",
+                "--lease-dir",
+                "E",
+            ],
+        ] {
+            let error = Cli::try_parse_from(argv).expect_err("refused");
+            assert_eq!(error.exit_code(), 2, "{argv:?}");
+        }
     }
 
     #[test]

@@ -14,6 +14,13 @@ pub fn process_env(name: &str) -> Option<OsString> {
     std::env::var_os(name).filter(|value| !value.is_empty())
 }
 
+/// Whether the variable `name` is set, to the empty string: unset to
+/// [`process_env`], but not to every program (rch 2.1 joins an empty
+/// `XDG_STATE_HOME` into a relative path), so doctor says so.
+pub fn set_but_empty(name: &str) -> bool {
+    std::env::var_os(name).is_some_and(|value| value.is_empty())
+}
+
 /// rch's own lease directory: `$RCH_STATE_HOME/job-leases`, else
 /// `$XDG_STATE_HOME/rch/job-leases`, else `$HOME/.local/state/rch/job-leases`,
 /// else `/tmp/rch/job-leases`.

@@ -10,73 +10,32 @@
 //! children, and charges nothing while it does not answer (SPEC "rch's
 //! daemon").
 //!
-//! The decisions (what `rch --json --format json daemon status` said, what a
-//! health reply means, which places to look at, what the findings add up
-//! to) are plain functions over bytes and paths; the socket and the child
-//! are the thin I/O around them.
+//! The decisions (what `rch --json --format json daemon status` said, which
+//! places to look at, what the findings add up to) are plain functions over
+//! bytes and paths; the child is the thin I/O around them. One try at a
+//! socket (who listens, the health request, what its reply means) is
+//! [`crate::health`]'s.
 
 use crate::child::{self, Capture, ChildSpec, Ending};
 use crate::exit::ExitCode;
-use crate::{config, log, sys};
+use crate::{account, config};
 use std::ffi::{OsStr, OsString};
-use std::io::{self, Read, Write};
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
-use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+
+use crate::health::STOP_SLICE;
+pub use crate::health::{
+    Answer, NoAnswer, REPLY_LIMIT, TEST_WAIT_VAR, Trust, Waits, foreign_listener, is_this_users,
+    judge_reply, probe,
+};
 
 /// How long `rch ... daemon status` may take before its group is killed.
 pub const STATUS_DEADLINE: Duration = Duration::from_secs(10);
 
-/// The most of a health reply that is read: rchd's is a few dozen bytes.
-pub const REPLY_LIMIT: usize = 64 * 1024;
-
 /// Tries of the check before any recovery; the one after a failed
 /// recovery is a single try.
 pub const TRIES: u32 = 3;
-
-/// Shortens every wait of the check (connect, read, pause between tries)
-/// to this many milliseconds, in debug builds only: the tests' stand-in for
-/// a daemon that never answers must not cost them 30 s. A release build
-/// never reads it.
-pub const TEST_WAIT_VAR: &str = "RCH_SWEEP_TEST_DAEMON_WAIT_MS";
-
-/// The waits of one health check.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Waits {
-    /// For `connect` (a full listen queue makes it block).
-    pub connect: Duration,
-    /// For the whole reply, from the request sent.
-    pub read: Duration,
-    /// Between two tries.
-    pub pause: Duration,
-}
-
-impl Waits {
-    /// SPEC's: connect within 3 s, the reply within 10 s, tries 1 s apart.
-    pub const SPEC: Waits = Waits {
-        connect: Duration::from_secs(3),
-        read: Duration::from_secs(10),
-        pause: Duration::from_secs(1),
-    };
-
-    /// [`Waits::SPEC`], or in a debug build the test override
-    /// ([`TEST_WAIT_VAR`]).
-    pub fn for_this_build() -> Waits {
-        if cfg!(debug_assertions)
-            && let Some(ms) = config::process_env(TEST_WAIT_VAR)
-                .and_then(|value| value.to_str()?.parse::<u64>().ok())
-        {
-            let wait = Duration::from_millis(ms);
-            return Waits {
-                connect: wait,
-                read: wait,
-                pause: wait,
-            };
-        }
-        Waits::SPEC
-    }
-}
 
 /// How the socket was chosen; the message names it, so an operator knows
 /// which knob to turn.
@@ -123,6 +82,11 @@ pub struct Report {
     pub answering_elsewhere: Option<PathBuf>,
     /// It answered before the recoveries and stopped answering during them.
     pub lost: bool,
+    /// Who listened and how long the reply took, when it answered.
+    pub answer: Option<Answer>,
+    /// The uid of another user's process found listening at the socket,
+    /// which therefore counts as not answering.
+    pub foreign_listener: Option<u32>,
 }
 
 /// The error each due lease is deferred with.
@@ -153,6 +117,8 @@ impl Report {
             error,
             answering_elsewhere: elsewhere.filter(|_| !up),
             lost: false,
+            answer: None,
+            foreign_listener: None,
         }
     }
 
@@ -219,6 +185,10 @@ impl Report {
         }
         Some(match &self.answering_elsewhere {
             Some(other) => format!("Point rch at it: {}", point_at(other, self.chosen_by)),
+            None if self.foreign_listener.is_some() => {
+                "Start this user's own daemon (systemctl --user start rchd, or rch daemon start) where rch looks for it, or name the socket of the daemon meant with --socket / RCH_SOCKET_PATH; another user's process is never handed this user's recoveries"
+                    .to_owned()
+            }
             None => {
                 "Start it (systemctl --user start rchd, or rch daemon start); the next run retries"
                     .to_owned()
@@ -284,60 +254,6 @@ pub fn parse_status(stdout: &[u8]) -> Result<PathBuf, String> {
     }
 }
 
-/// Whether a reply to `GET /health` says the daemon is up: a status line
-/// `HTTP/1.0 200 ...` or `HTTP/1.1 200 ...`, and after the blank line a JSON
-/// object whose `status` is `"healthy"` (rchd's own answer). The error says
-/// what it was instead.
-pub fn judge_reply(reply: &[u8]) -> Result<(), String> {
-    if reply.is_empty() {
-        return Err("it closed the connection without a reply".to_owned());
-    }
-    let first_end = reply
-        .iter()
-        .position(|&b| b == b'\n')
-        .unwrap_or(reply.len());
-    let first = String::from_utf8_lossy(&reply[..first_end]);
-    let first = first.trim_end_matches('\r');
-    let mut words = first.split_whitespace();
-    let shown = || -> String { log::printable(first).chars().take(80).collect() };
-    match words.next() {
-        Some("HTTP/1.0" | "HTTP/1.1") => {}
-        _ => return Err(format!("its reply is not HTTP: {:?}", shown())),
-    }
-    match words.next() {
-        Some("200") => {}
-        Some(_) => return Err(format!("it answered {:?}", shown())),
-        None => return Err(format!("its status line has no code: {:?}", shown())),
-    }
-    let body = body_of(reply).ok_or_else(|| "its reply ends before a body".to_owned())?;
-    let value: serde_json::Value =
-        serde_json::from_slice(body).map_err(|_| "its health reply is not JSON".to_owned())?;
-    match value.get("status") {
-        Some(serde_json::Value::String(status)) if status == "healthy" => Ok(()),
-        Some(serde_json::Value::String(status)) => Err(format!(
-            "it reports status {:?}, not \"healthy\"",
-            log::printable(status).chars().take(80).collect::<String>()
-        )),
-        _ if !value.is_object() => Err("its health reply is not a JSON object".to_owned()),
-        _ => Err("its health reply has no \"status\"".to_owned()),
-    }
-}
-
-/// What follows the first blank line (`\r\n\r\n` or `\n\n`).
-fn body_of(reply: &[u8]) -> Option<&[u8]> {
-    let find = |needle: &[u8]| {
-        reply
-            .windows(needle.len())
-            .position(|window| window == needle)
-            .map(|at| at + needle.len())
-    };
-    let start = match (find(b"\r\n\r\n"), find(b"\n\n")) {
-        (Some(a), Some(b)) => a.min(b),
-        (a, b) => a.or(b)?,
-    };
-    Some(&reply[start..])
-}
-
 /// rch's usual places for its socket besides the one it chose, in rch's
 /// order: `$XDG_RUNTIME_DIR/rch.sock` when set, `/run/user/<uid>/rch.sock`
 /// (where a user service's daemon listens), `${XDG_CACHE_HOME:-$HOME/.cache}/rch/rch.sock`,
@@ -368,15 +284,48 @@ pub fn usual_places(
     kept
 }
 
+/// Why `rch` named no socket for the run's check.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Unnamed {
+    /// It ran and gave no answer (exited non-zero, timed out, printed
+    /// anything else: an `rch` without the command): the run goes on as
+    /// before, unchecked.
+    NoAnswer(String),
+    /// It could not be started because the host is out of a process, a
+    /// thread or a descriptor now: the 75 of "One recovery".
+    HostFault(String),
+    /// It could not be started at all (the exec failed): the 78 of "One
+    /// recovery", as every recovery would fail the same way.
+    Unstartable(String),
+    /// A stop signal came while it was asked.
+    Stopped,
+}
+
+/// A stop signal came while the check waited: it ends there, and no
+/// further place is probed (SPEC "rch's daemon", step 7).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stopped;
+
+impl ChosenBy {
+    /// A named socket is the operator's choice; one rch found is trusted
+    /// only when this user's.
+    pub fn trust(self) -> Trust {
+        match self {
+            ChosenBy::Option | ChosenBy::Environment => Trust::Anyone,
+            ChosenBy::Rch => Trust::ThisUser,
+        }
+    }
+}
+
 /// Where the run's daemon is: `explicit` (`--socket` or `RCH_SOCKET_PATH`,
 /// taken without asking), else what `rch` says it resolves, asked in the
-/// children's environment `env`. The error says why `rch` named none.
+/// children's environment `env`.
 pub fn which(
     explicit: Option<&Path>,
     rch: &Path,
     env: &[(OsString, OsString)],
     stop: &dyn Fn() -> bool,
-) -> Result<(PathBuf, ChosenBy), String> {
+) -> Result<(PathBuf, ChosenBy), Unnamed> {
     if let Some(socket) = explicit {
         let from_env =
             config::process_env("RCH_SOCKET_PATH").is_some_and(|value| Path::new(&value) == socket);
@@ -392,12 +341,13 @@ pub fn which(
 
 /// Runs `<rch> --json --format json daemon status` as a recovery would run
 /// (same environment additions, a process group of its own, killed past
-/// [`STATUS_DEADLINE`]) and reads the socket from its answer.
+/// [`STATUS_DEADLINE`] or at a stop signal) and reads the socket from its
+/// answer.
 pub fn ask_rch(
     rch: &Path,
     env: &[(OsString, OsString)],
     stop: &dyn Fn() -> bool,
-) -> Result<PathBuf, String> {
+) -> Result<PathBuf, Unnamed> {
     let args: Vec<OsString> = ["--json", "--format", "json", "daemon", "status"]
         .into_iter()
         .map(OsString::from)
@@ -407,147 +357,121 @@ pub fn ask_rch(
         args: &args,
         env,
     };
-    let report = child::run_capturing(&spec, Capture::Stdout, STATUS_DEADLINE, stop)
-        .map_err(|error| format!("could not be started: {}", error.source))?;
+    let report =
+        child::run_capturing(&spec, Capture::Stdout, STATUS_DEADLINE, stop).map_err(|error| {
+            match child::shortage(&error.source) {
+                Some(what) => Unnamed::HostFault(format!(
+                    "the host could not start a recovery ({what}): cannot ask rch for its daemon's socket (`{} --json --format json daemon status`): {error}",
+                    rch.display()
+                )),
+                None => Unnamed::Unstartable(format!(
+                    "`{} --json --format json daemon status` could not be started: {error}",
+                    rch.display()
+                )),
+            }
+        })?;
+    let no_answer = |why: String| Err(Unnamed::NoAnswer(why));
     match report.ending {
-        Ending::Exited(status) if status.success() && report.tail_overflowed => Err(format!(
+        Ending::Exited(status) if status.success() && report.tail_overflowed => no_answer(format!(
             "printed more than {} KiB, more than rch's answer takes",
             child::ANSWER_BYTES / 1024
         )),
-        Ending::Exited(status) if status.success() => parse_status(&report.tail),
-        Ending::Exited(status) => Err(format!("failed: {status}")),
-        Ending::TimedOut => Err(format!(
+        Ending::Exited(status) if status.success() => {
+            parse_status(&report.tail).map_err(Unnamed::NoAnswer)
+        }
+        Ending::Exited(status) => no_answer(format!("failed: {status}")),
+        Ending::TimedOut => no_answer(format!(
             "did not answer within {}s (killed)",
             STATUS_DEADLINE.as_secs()
         )),
-        Ending::Interrupted => Err("was interrupted".to_owned()),
+        Ending::Interrupted => Err(Unnamed::Stopped),
     }
 }
 
-/// The whole check of `socket`: up to [`TRIES`] tries `waits.pause` apart;
-/// when none answers, the first other usual place where a daemon of this
-/// user answers.
+/// The whole check of `socket`: up to [`TRIES`] tries `waits.pause` apart,
+/// accepting a listener as `chosen_by` says; when none answers, the first
+/// other usual place where a daemon of this user answers. A stop signal
+/// ends it wherever it waits.
 pub fn check(
     socket: PathBuf,
     chosen_by: ChosenBy,
     waits: &Waits,
     stop: &dyn Fn() -> bool,
-) -> Report {
-    let mut probed = probe(&socket, waits);
+) -> Result<Report, Stopped> {
+    let trust = chosen_by.trust();
+    let mut probed = probe(&socket, waits, trust, stop);
     for _ in 1..TRIES {
-        if probed.is_ok() || stop() {
-            break;
+        match probed {
+            // Another user's listener will not become this user's.
+            Ok(_) | Err(NoAnswer::Foreign(_)) => break,
+            Err(NoAnswer::Stopped) => return Err(Stopped),
+            Err(NoAnswer::Down(_)) => {}
         }
-        std::thread::sleep(waits.pause);
-        probed = probe(&socket, waits);
+        pause(waits.pause, stop)?;
+        probed = probe(&socket, waits, trust, stop);
     }
+    let (probed, answer, foreign) = match probed {
+        Ok(answer) => (Ok(()), Some(answer), None),
+        Err(NoAnswer::Foreign(listener)) => (
+            Err(foreign_listener(&socket, listener)),
+            None,
+            Some(listener),
+        ),
+        Err(NoAnswer::Down(why)) => (Err(why), None, None),
+        Err(NoAnswer::Stopped) => return Err(Stopped),
+    };
     let elsewhere = match probed {
         Ok(()) => None,
-        Err(_) => answering_elsewhere(&socket, waits),
+        Err(_) => answering_elsewhere(&socket, waits, stop)?,
     };
-    Report::new(socket, chosen_by, probed, elsewhere)
+    let mut report = Report::new(socket, chosen_by, probed, elsewhere);
+    report.answer = answer;
+    report.foreign_listener = foreign;
+    Ok(report)
 }
 
-/// The first of rch's other usual places where a socket of this user's
-/// answers healthy (one try each); not the chosen socket under another name.
-fn answering_elsewhere(socket: &Path, waits: &Waits) -> Option<PathBuf> {
-    let uid = crate::account::euid();
-    let chosen = std::fs::metadata(socket).ok().map(|m| (m.dev(), m.ino()));
-    usual_places(socket, config::process_env, uid)
-        .into_iter()
-        .find(|place| {
-            let Ok(meta) = std::fs::symlink_metadata(place) else {
-                return false;
-            };
-            meta.file_type().is_socket()
-                && meta.uid() == uid
-                && chosen != Some((meta.dev(), meta.ino()))
-                && probe(place, waits).is_ok()
-        })
-}
-
-/// One try: connect, `GET /health\n`, half-close, read the reply, judge it.
-pub fn probe(socket: &Path, waits: &Waits) -> Result<(), String> {
-    let reply = exchange(socket, waits)?;
-    judge_reply(&reply)
-}
-
-fn exchange(socket: &Path, waits: &Waits) -> Result<Vec<u8>, String> {
-    let mut stream =
-        sys::socket::connect_unix(socket, waits.connect).map_err(|error| match error.kind() {
-            io::ErrorKind::NotFound => "no socket there".to_owned(),
-            io::ErrorKind::ConnectionRefused => {
-                "connection refused (a socket file with no daemon behind it)".to_owned()
-            }
-            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => format!(
-                "it did not accept the connection within {}",
-                seconds(waits.connect)
-            ),
-            _ => format!("cannot connect: {error}"),
-        })?;
-    let sent = stream
-        .set_write_timeout(Some(waits.connect))
-        .and_then(|()| stream.write_all(b"GET /health\n"))
-        .and_then(|()| stream.shutdown(std::net::Shutdown::Write));
-    if let Err(error) = sent {
-        return Err(match error.kind() {
-            io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset => {
-                "it closed the connection without a reply".to_owned()
-            }
-            _ => format!("cannot send the health request: {error}"),
-        });
-    }
-    read_reply(&mut stream, waits.read)
-}
-
-/// Reads until EOF, [`REPLY_LIMIT`] bytes, or `within` has passed since
-/// the request (one deadline for the whole reply, however it trickles in).
-fn read_reply(stream: &mut UnixStream, within: Duration) -> Result<Vec<u8>, String> {
-    let deadline = Instant::now() + within;
-    let mut reply = Vec::new();
-    let mut chunk = [0u8; 8192];
-    while reply.len() < REPLY_LIMIT {
-        let left = deadline.saturating_duration_since(Instant::now());
+/// Sleeps `length` in short slices, ending early at a stop signal.
+fn pause(length: Duration, stop: &dyn Fn() -> bool) -> Result<(), Stopped> {
+    let until = Instant::now() + length;
+    loop {
+        if stop() {
+            return Err(Stopped);
+        }
+        let left = until.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Err(no_reply(within, &reply));
+            return Ok(());
         }
-        stream
-            .set_read_timeout(Some(left))
-            .map_err(|error| format!("cannot read the reply: {error}"))?;
-        match stream.read(&mut chunk) {
-            Ok(0) => break,
-            Ok(n) => reply.extend_from_slice(&chunk[..n.min(REPLY_LIMIT - reply.len())]),
-            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
-            Err(error)
-                if matches!(
-                    error.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                ) =>
-            {
-                return Err(no_reply(within, &reply));
-            }
-            Err(error) if error.kind() == io::ErrorKind::ConnectionReset => break,
-            Err(error) => return Err(format!("cannot read the reply: {error}")),
-        }
-    }
-    Ok(reply)
-}
-
-fn no_reply(within: Duration, partial: &[u8]) -> String {
-    if partial.is_empty() {
-        format!("no reply within {}", seconds(within))
-    } else {
-        format!("no complete reply within {}", seconds(within))
+        std::thread::sleep(left.min(STOP_SLICE));
     }
 }
 
-/// "3s", or "250ms" under a second (the tests' shortened waits).
-fn seconds(duration: Duration) -> String {
-    if duration.subsec_millis() == 0 && duration.as_secs() > 0 {
-        format!("{}s", duration.as_secs())
-    } else {
-        format!("{}ms", duration.as_millis())
+/// The first of rch's other usual places where a socket of this user's,
+/// listened on by this user or root, answers healthy (one try each); not
+/// the chosen socket under another name.
+fn answering_elsewhere(
+    socket: &Path,
+    waits: &Waits,
+    stop: &dyn Fn() -> bool,
+) -> Result<Option<PathBuf>, Stopped> {
+    let uid = account::euid();
+    let chosen = std::fs::metadata(socket).ok().map(|m| (m.dev(), m.ino()));
+    for place in usual_places(socket, config::process_env, uid) {
+        let Ok(meta) = std::fs::symlink_metadata(&place) else {
+            continue;
+        };
+        if !meta.file_type().is_socket()
+            || meta.uid() != uid
+            || chosen == Some((meta.dev(), meta.ino()))
+        {
+            continue;
+        }
+        match probe(&place, waits, Trust::ThisUser, stop) {
+            Ok(_) => return Ok(Some(place)),
+            Err(NoAnswer::Stopped) => return Err(Stopped),
+            Err(NoAnswer::Down(_) | NoAnswer::Foreign(_)) => {}
+        }
     }
+    Ok(None)
 }
 
 #[cfg(test)]
@@ -592,52 +516,6 @@ mod tests {
         ] {
             let error = parse_status(stdout).expect_err("no socket");
             assert!(error.contains(why), "{stdout:?}: {error}");
-        }
-    }
-
-    #[test]
-    fn rchds_healthy_reply_is_up() {
-        let reply = b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n{\"status\":\"healthy\",\"version\":\"2.1.24\",\"uptime_seconds\":12}";
-        assert_eq!(judge_reply(reply), Ok(()));
-        assert_eq!(
-            judge_reply(b"HTTP/1.1 200 OK\n\n{\"status\": \"healthy\"}\n"),
-            Ok(())
-        );
-    }
-
-    #[test]
-    fn every_other_reply_says_why_it_is_not_up() {
-        for (reply, why) in [
-            (&b""[..], "closed the connection without a reply"),
-            (
-                b"HTTP/1.0 200 OK\r\n\r\n{\"status\":\"starting\"}",
-                "\"starting\"",
-            ),
-            (
-                b"HTTP/1.0 500 Internal Server Error\r\n\r\n{\"status\":\"healthy\"}",
-                "HTTP/1.0 500 Internal Server Error",
-            ),
-            (b"HTTP/2 200\r\n\r\n{\"status\":\"healthy\"}", "not HTTP"),
-            (b"SSH-2.0-OpenSSH_9.6\r\n", "not HTTP"),
-            (b"HTTP/1.0\r\n\r\n", "no code"),
-            (b"HTTP/1.0 200 OK\r\n", "ends before a body"),
-            (b"HTTP/1.0 200 OK\r\n\r\nok", "not JSON"),
-            (b"HTTP/1.0 200 OK\r\n\r\n[\"healthy\"]", "not a JSON object"),
-            (
-                b"HTTP/1.0 200 OK\r\n\r\n{\"version\":\"2\"}",
-                "no \"status\"",
-            ),
-            (
-                b"HTTP/1.0 2000 OK\r\n\r\n{\"status\":\"healthy\"}",
-                "answered",
-            ),
-        ] {
-            let error = judge_reply(reply).expect_err("not up");
-            assert!(
-                error.contains(why),
-                "{:?}: {error}",
-                String::from_utf8_lossy(reply)
-            );
         }
     }
 
@@ -714,17 +592,21 @@ mod tests {
 
     #[test]
     fn down_is_75_and_says_socket_how_and_fix() {
-        let down = report(ChosenBy::Environment, Err("no socket there".into()), None);
+        let down = report(
+            ChosenBy::Environment,
+            Err("no socket at all (nothing is at that path)".into()),
+            None,
+        );
         assert_eq!(down.exit_code(), ExitCode::TempFail);
         assert_eq!(
             down.lease_error(),
-            "rch's daemon at /home/a/.cache/rch/rch.sock is not answering: no socket there"
+            "rch's daemon at /home/a/.cache/rch/rch.sock is not answering: no socket at all (nothing is at that path)"
         );
         let message = down.message().expect("message");
         for words in [
             "/home/a/.cache/rch/rch.sock",
             "named by RCH_SOCKET_PATH",
-            "no socket there",
+            "no socket at all",
             "no lease was charged",
             "systemctl --user start rchd",
         ] {
@@ -736,7 +618,7 @@ mod tests {
     fn answering_elsewhere_is_78_and_names_both_paths_and_the_variable() {
         let wrong = report(
             ChosenBy::Rch,
-            Err("no socket there".into()),
+            Err("no socket at all (nothing is at that path)".into()),
             Some("/run/user/1000/rch.sock"),
         );
         assert_eq!(wrong.exit_code(), ExitCode::Config);
@@ -752,7 +634,7 @@ mod tests {
         }
         let named = report(
             ChosenBy::Option,
-            Err("no socket there".into()),
+            Err("no socket at all (nothing is at that path)".into()),
             Some("/tmp/rch.sock"),
         );
         assert!(
@@ -767,13 +649,13 @@ mod tests {
         let mut report = report(ChosenBy::Rch, Ok(()), None);
         let lease_error = format!(
             "{} (after the recovery failed: exit status: 1)",
-            not_answering(&report.socket, "no socket there")
+            not_answering(&report.socket, "no socket at all")
         );
         report.lose(&lease_error);
         assert!(!report.up && report.lost);
         assert_eq!(
             report.error.as_deref(),
-            Some("no socket there (after the recovery failed: exit status: 1)")
+            Some("no socket at all (after the recovery failed: exit status: 1)")
         );
         assert_eq!(report.exit_code(), ExitCode::TempFail);
         assert!(
@@ -784,10 +666,52 @@ mod tests {
     }
 
     #[test]
-    fn a_path_that_cannot_be_a_socket_address_is_refused_before_connecting() {
-        let long = PathBuf::from(format!("/tmp/{}", "x".repeat(200)));
-        let error =
-            sys::socket::connect_unix(&long, Duration::from_millis(10)).expect_err("too long");
-        assert_eq!(error.kind(), io::ErrorKind::InvalidInput);
+    fn another_users_listener_is_75_with_a_fix_of_its_own() {
+        let mut foreign = report(
+            ChosenBy::Rch,
+            Err(foreign_listener(Path::new("/tmp/rch.sock"), 4_000_000_000)),
+            None,
+        );
+        foreign.foreign_listener = Some(4_000_000_000);
+        assert_eq!(foreign.exit_code(), ExitCode::TempFail);
+        let message = foreign.message().expect("message");
+        for words in [
+            "is uid 4000000000, not this user's",
+            "Start this user's own daemon",
+            "--socket / RCH_SOCKET_PATH",
+        ] {
+            assert!(message.contains(words), "{message} lacks {words}");
+        }
+    }
+
+    #[test]
+    fn a_named_socket_is_trusted_whoever_listens_one_rch_found_only_if_ours() {
+        assert_eq!(ChosenBy::Rch.trust(), Trust::ThisUser);
+        assert_eq!(ChosenBy::Option.trust(), Trust::Anyone);
+        assert_eq!(ChosenBy::Environment.trust(), Trust::Anyone);
+    }
+
+    #[test]
+    fn a_stop_ends_every_wait_of_the_check() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let socket = dir.path().join("silent.sock");
+        // Accepts (the kernel's queue does) and never answers.
+        let _listener = std::os::unix::net::UnixListener::bind(&socket).expect("bind");
+        let waits = Waits {
+            connect: Duration::from_secs(30),
+            read: Duration::from_secs(30),
+            pause: Duration::from_secs(30),
+        };
+        let started = Instant::now();
+        let stop_after = |ms: u64| move || started.elapsed() > Duration::from_millis(ms);
+        assert_eq!(
+            probe(&socket, &waits, Trust::Anyone, &stop_after(200)),
+            Err(NoAnswer::Stopped)
+        );
+        assert_eq!(pause(waits.pause, &|| true), Err(Stopped));
+        assert_eq!(
+            check(socket, ChosenBy::Option, &waits, &|| true),
+            Err(Stopped)
+        );
     }
 }

@@ -47,6 +47,8 @@ pub struct Facts {
 pub struct Concern {
     pub finding: String,
     pub fix: String,
+    /// A run fails outright here (exit 74), rather than risks to.
+    pub fatal: bool,
 }
 
 /// Looks at this process's PID namespace and at the file system where
@@ -81,9 +83,11 @@ fn statvfs(folder: &Path) -> io::Result<Space> {
 }
 
 /// What in `facts` a run would suffer from: a PID namespace other than the
-/// initial one; less than [`MIN_FREE_BYTES`] or no inode free where the
-/// state is saved. What could not be looked at is no concern (the finding
-/// of an `ok` says so).
+/// initial one; less than [`MIN_FREE_BYTES`] free where the state is
+/// saved; and, fatal, not one byte or not one inode free there (a run
+/// could not even take its lock: 74; a file system that counts no inodes
+/// is not short of them). What could not be looked at is no concern (the
+/// finding of an `ok` says so).
 pub fn concerns(facts: &Facts) -> Vec<Concern> {
     let mut concerns = Vec::new();
     if let Ok(inode) = facts.pid_ns
@@ -94,11 +98,13 @@ pub fn concerns(facts: &Facts) -> Vec<Concern> {
                 "this process runs in a PID namespace other than the initial one (/proc/self/ns/pid is inode {inode}, not {INITIAL_PID_NS}): owners that run outside it look gone, to rch as to rch-sweep"
             ),
             fix: "sweep where rch's wrappers run (on the host, or in the container that runs the builds), not in a PID namespace of its own".to_owned(),
+            fatal: false,
         });
     }
     if let Ok(space) = &facts.space {
         let short_of_bytes = space.free_bytes < MIN_FREE_BYTES;
         let short_of_inodes = space.inodes > 0 && space.free_inodes == 0;
+        let fatal = space.free_bytes == 0 || short_of_inodes;
         if short_of_bytes || short_of_inodes {
             let mut what = Vec::new();
             if short_of_bytes {
@@ -110,13 +116,19 @@ pub fn concerns(facts: &Facts) -> Vec<Concern> {
             if short_of_inodes {
                 what.push("no inode".to_owned());
             }
+            let consequence = if fatal {
+                "a run could not even take its lock, and would exit 74"
+            } else {
+                "the state could not be saved after the recoveries"
+            };
             concerns.push(Concern {
                 finding: format!(
-                    "the file system of the state folder ({}) has {} free: the state could not be saved after the recoveries",
+                    "the file system of the state folder ({}) has {} free: {consequence}",
                     space.folder.display(),
                     what.join(" and ")
                 ),
                 fix: "free space there (df -h, df -i), or point --state-file / RCH_SWEEP_STATE_FILE to another file system".to_owned(),
+                fatal,
             });
         }
     }
@@ -197,23 +209,22 @@ mod tests {
             })
         };
         assert!(at(MIN_FREE_BYTES, 10, 1).is_empty());
+        let short = &at(MIN_FREE_BYTES - 1, 10, 1)[0];
+        assert!(short.finding.contains("1,048,575 bytes free"), "{short:?}");
+        assert!(!short.fatal, "a warning while a byte is free");
+        let no_inode = &at(MIN_FREE_BYTES, 10, 0)[0];
         assert!(
-            at(MIN_FREE_BYTES - 1, 10, 1)[0]
-                .finding
-                .contains("1,048,575 bytes free")
+            no_inode.finding.contains("has no inode free"),
+            "{no_inode:?}"
         );
-        assert!(
-            at(MIN_FREE_BYTES, 10, 0)[0]
-                .finding
-                .contains("has no inode free")
-        );
-        assert!(
-            at(0, 10, 0)[0]
-                .finding
-                .contains("0 bytes and no inode free")
-        );
+        assert!(no_inode.fatal && no_inode.finding.contains("exit 74"));
+        let nothing = &at(0, 10, 0)[0];
+        assert!(nothing.finding.contains("0 bytes and no inode free"));
+        assert!(nothing.fatal);
+        assert!(at(0, 10, 5)[0].fatal, "no byte free");
         // A file system that counts no inodes (btrfs) is not short of them.
         assert!(at(MIN_FREE_BYTES, 0, 0).is_empty());
+        assert!(at(1, 0, 0).iter().all(|concern| !concern.fatal));
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! `state::backoff`) are functions over plain data; the modules around
 //! them do the I/O: `lease` (rch's journal format and its bounded reader),
 //! `lease_dir` (the directory: found, opened, listed, locked) and `owner`
-//! read, `preflight` and `proc_locks` look, `child`, `recover` and
+//! read, `preflight` and `proc_locks` (with `mounts`) look, `child`, `recover` and
 //! `dispatch` run `rch` (`daemon` asks it, and its daemon, which socket to
 //! use and whether it answers), `state` (the backoff file and its lock),
 //! `fsio` and `persist` write, `report`, `evidence_text`, `metrics` and
@@ -22,12 +22,14 @@ pub mod child;
 pub mod cli;
 pub mod cmd;
 pub mod config;
+pub mod crontab;
 pub mod daemon;
 pub mod dispatch;
 pub mod evidence;
 pub mod evidence_text;
 pub mod exit;
 pub mod fsio;
+pub mod health;
 pub mod host;
 pub mod human;
 pub mod judge;
@@ -35,6 +37,7 @@ pub mod lease;
 pub mod lease_dir;
 pub mod log;
 pub mod metrics;
+pub mod mounts;
 pub mod observation;
 pub mod owner;
 pub mod persist;
@@ -46,9 +49,12 @@ pub mod recover;
 pub mod report;
 pub mod route;
 pub mod scan;
+pub mod shell_words;
 pub mod signals;
 pub mod stat;
 pub mod state;
 #[allow(unsafe_code)] // the one room of raw system calls: each block says why it holds
 pub mod sys;
+pub mod unit_file;
+pub mod vars;
 pub mod verdict;

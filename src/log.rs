@@ -9,7 +9,7 @@
 use std::borrow::Cow;
 use std::fmt::Display;
 use std::io::Write;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Level {
@@ -42,6 +42,13 @@ struct Mode {
 }
 
 static MODE: OnceLock<Mode> = OnceLock::new();
+
+/// Under `--quiet`, the errors of a run, held until its exit code is
+/// known: a run that exits 75 (a temporary host fault: the lock held, rch's
+/// daemon down, no process to be had) prints nothing, so cron mails nothing
+/// every five minutes for what fixes itself (SPEC, `--quiet`); any other
+/// run prints them at its end ([`release`]).
+static HELD: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
 /// Sets how lines are written; call once, early. Without it, lines are
 /// written plainly and nothing is suppressed.
@@ -92,14 +99,40 @@ fn emit(level: Level, message: &dyn Display) {
     if quiet && level != Level::Error {
         return;
     }
+    if quiet {
+        let text = lines(level, message);
+        // A poisoned lock only means a panic elsewhere; the lines stand.
+        HELD.lock().unwrap_or_else(|e| e.into_inner()).push(text);
+        return;
+    }
     write(level, message);
 }
 
+/// Ends what `--quiet` held back: the errors are written, unless the run
+/// ends in a temporary host fault (`temporary`: exit 75), where `--quiet`
+/// prints nothing. Call once, as the process exits.
+pub fn release(temporary: bool) {
+    let held = std::mem::take(&mut *HELD.lock().unwrap_or_else(|e| e.into_inner()));
+    if temporary {
+        return;
+    }
+    let mut stderr = std::io::stderr().lock();
+    for text in held {
+        let _ = stderr.write_all(text.as_bytes());
+    }
+}
+
 fn write(level: Level, message: &dyn Display) {
-    let journald = MODE.get().is_some_and(|m| m.journald);
-    let text = format_lines(level, journald, &printable(&message.to_string()));
     // Nothing sensible is left to do when stderr itself fails.
-    let _ = std::io::stderr().lock().write_all(text.as_bytes());
+    let _ = std::io::stderr()
+        .lock()
+        .write_all(lines(level, message).as_bytes());
+}
+
+/// The message as it is written: printable, each line prefixed.
+fn lines(level: Level, message: &dyn Display) -> String {
+    let journald = MODE.get().is_some_and(|m| m.journald);
+    format_lines(level, journald, &printable(&message.to_string()))
 }
 
 /// Every line of a message gets the prefix, so a multi-line diagnostic keeps

@@ -62,6 +62,9 @@ fn main() {
             code
         }
     };
+    // Under --quiet, a run's errors wait for its exit code: nothing at all
+    // is printed for a temporary host fault (75).
+    log::release(code == ExitCode::TempFail);
     std::process::exit(code.code());
 }
 

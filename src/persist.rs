@@ -8,13 +8,15 @@
 
 use crate::exit::ExitCode;
 use crate::report::Summary;
+use crate::state::Store;
 use crate::state::backoff::{Backoff, now_unix_ms};
-use crate::{fsio, log, metrics, signals, state};
+use crate::{fsio, log, metrics, signals};
 use std::path::Path;
 use std::time::Instant;
 
-/// Saves `backoff` to `state_file` and writes the metrics file when one is
-/// named, in that order. A failure to write either is an I/O error of the
+/// Saves `backoff` to the state file (in the state folder the run opened
+/// once, `state`) and writes the metrics file when one is named, in that
+/// order. A failure to write either is an I/O error of the
 /// run (74), added to `summary`, never fatal to what the other records.
 /// The run's duration is taken once, after the state is saved, for the
 /// metrics and the summary alike.
@@ -27,7 +29,7 @@ use std::time::Instant;
 /// meanwhile, or metrics that could not be written), the records say so
 /// again: the metrics rewritten, the state's earlier success put back.
 pub fn save(
-    state_file: &Path,
+    state: &Store,
     metrics_file: Option<&Path>,
     backoff: &mut Backoff,
     summary: &mut Summary,
@@ -39,7 +41,7 @@ pub fn save(
         metrics_file.and_then(|path| last_success_before(path, &summary.lease_dir, earlier));
     // The outcome as it stands once the recoveries are recorded.
     note_late_signal(summary, signals::received());
-    let recorded = save_state(state_file, backoff, summary);
+    let recorded = save_state(state, backoff, summary);
     summary.duration = started.elapsed();
     note_late_signal(summary, signals::received());
     if let Some(path) = metrics_file {
@@ -53,22 +55,22 @@ pub fn save(
         write_metrics(path, summary, reported, recorded);
     }
     if summary.exit_code != ExitCode::Success && recorded != earlier {
-        take_back_success(state_file, backoff, earlier);
+        take_back_success(state, backoff, earlier);
     }
 }
 
 /// Saves the state with this run's success, when it exits 0 as it stands;
 /// failing to is 74, added to `summary`. The last success the state file
 /// holds afterwards.
-fn save_state(state_file: &Path, backoff: &mut Backoff, summary: &mut Summary) -> Option<u64> {
+fn save_state(state: &Store, backoff: &mut Backoff, summary: &mut Summary) -> Option<u64> {
     let earlier = backoff.last_success_unix_ms;
     if summary.exit_code == ExitCode::Success {
         backoff.last_success_unix_ms = Some(now_unix_ms());
     }
-    if let Err(error) = state::save(state_file, backoff) {
+    if let Err(error) = state.save(backoff) {
         let message = format!(
             "cannot write state file {}: {error}; the backoff of this run is lost",
-            state_file.display()
+            state.path().display()
         );
         log::error(&message);
         summary.fail(ExitCode::Io, message);
@@ -80,12 +82,12 @@ fn save_state(state_file: &Path, backoff: &mut Backoff, summary: &mut Summary) -
 /// Saves the state again with its `earlier` last success, for a run whose
 /// success it recorded and which, once final, is none. The run already
 /// exits non-zero, so a failure here is only said.
-fn take_back_success(state_file: &Path, backoff: &mut Backoff, earlier: Option<u64>) {
+fn take_back_success(state: &Store, backoff: &mut Backoff, earlier: Option<u64>) {
     backoff.last_success_unix_ms = earlier;
-    if let Err(error) = state::save(state_file, backoff) {
+    if let Err(error) = state.save(backoff) {
         log::error(format!(
             "cannot write state file {}: {error}",
-            state_file.display()
+            state.path().display()
         ));
     }
 }
@@ -143,7 +145,18 @@ pub fn write_metrics(
 /// Removes the temporary files a killed run left beside `path` (only our
 /// own regular files), saying what went.
 pub fn clean_leftovers(path: &Path) {
-    match fsio::remove_stale_temps(path) {
+    said_removed(fsio::remove_stale_temps(path), path);
+}
+
+/// [`clean_leftovers`] of the state file, in the state folder the run
+/// opened.
+pub fn clean_state_leftovers(state: &Store) {
+    said_removed(state.remove_stale_temps(), state.path());
+}
+
+/// Says which leftovers beside `path` went, or why they could not.
+fn said_removed(removed: std::io::Result<Vec<std::path::PathBuf>>, path: &Path) {
+    match removed {
         Ok(removed) => {
             for stale in removed {
                 log::info(format!(

@@ -12,7 +12,7 @@ use crate::account;
 use crate::config;
 use crate::exit::{ExitCode, Fatal};
 use crate::fsio::{self, Existing};
-use crate::lease_dir::{Identity, LeaseDirFound};
+use crate::lease_dir::{Identity, LeaseDirFound, writable};
 use crate::proc_locks;
 use crate::stat::FileKind;
 use crate::state::{self, Access, lock};
@@ -251,6 +251,21 @@ pub fn lease_dir(identity: &Identity, intent: Intent) -> Finding {
             ExitCode::Io,
             format!("cannot read lease directory {shown}: {error}"),
             "check its permissions and the disk",
+        );
+    }
+    // What a real run checks before its first child (and only then: doctor
+    // says now what that run would meet).
+    if intent == Intent::Doctor
+        && let Err(why) = writable::check_path(&identity.resolved)
+    {
+        return Finding::fail(
+            check,
+            ExitCode::Io,
+            format!(
+                "{}; a run with something due would start no recovery and exit 74",
+                why.error(&shown)
+            ),
+            why.fix(),
         );
     }
     if let Some(nested) = identity.nested_job_leases() {
@@ -670,9 +685,13 @@ pub fn locks_held(identity: &Identity, state_file: &Path) -> Finding {
     let check = DoctorCheck::Lock;
     let lock_file = lock::lock_path(state_file);
     let mut held = Vec::new();
-    let mut looked = |what: String, meta: std::fs::Metadata, pid_file: Option<&Path>| {
-        match proc_locks::holders(meta.dev(), meta.ino()) {
+    // Each is looked up as /proc/locks names it (by its mount's device:
+    // on btrfs and overlayfs `stat`'s is another).
+    let mut looked = |what: String, path: &Path, pid_file: Option<&Path>| {
+        match proc_locks::holders(path, true) {
             Ok(pids) if pids.is_empty() => Ok(()),
+            // Gone since it was found: nobody holds it.
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
             Ok(pids) => {
                 // The lock file holds its holder's PID; /proc/locks knows it too.
                 let pid = pid_file
@@ -691,17 +710,14 @@ pub fn locks_held(identity: &Identity, state_file: &Path) -> Finding {
     {
         outcome = looked(
             format!("the state lock {}", lock_file.display()),
-            meta,
+            &lock_file,
             Some(&lock_file),
         );
     }
-    if outcome.is_ok()
-        && matches!(identity.found, LeaseDirFound::Directory { .. })
-        && let Ok(meta) = std::fs::metadata(&identity.resolved)
-    {
+    if outcome.is_ok() && matches!(identity.found, LeaseDirFound::Directory { .. }) {
         outcome = looked(
             format!("the lease directory {}", identity.resolved.display()),
-            meta,
+            &identity.resolved,
             None,
         );
     }

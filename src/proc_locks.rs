@@ -5,22 +5,29 @@
 //! however briefly, could make a timer's run exit 75), the sweep lock on
 //! the lease directory (for the PID in a run's 75 message: the directory
 //! holds no PID to read) and rch's per-lease recovery lock (which must not
-//! even be opened). This module guards nothing itself.
+//! even be opened). Each is named as `/proc/locks` names it, by its
+//! mount's device ([`crate::mounts`]), not `stat`'s (which differs on
+//! btrfs and overlayfs). This module guards nothing itself.
 
+use crate::mounts::{self, LockId};
 use std::io;
+use std::path::Path;
 
-/// Who holds a `flock` on the file `dev`/`ino` name: the PIDs
-/// `/proc/locks` lists for it (empty: nobody).
-pub fn holders(dev: u64, ino: u64) -> io::Result<Vec<u32>> {
+/// Who holds a `flock` on the file at `path` (a final link followed only
+/// with `follow`): the PIDs `/proc/locks` lists for it (empty: nobody).
+/// An error when the file cannot be looked at (it does not exist) or
+/// `/proc/locks` cannot be read.
+pub fn holders(path: &Path, follow: bool) -> io::Result<Vec<u32>> {
+    let id = mounts::lock_id(path, follow)?;
     let locks = std::fs::read_to_string("/proc/locks")?;
-    Ok(holders_in(&locks, libc::major(dev), libc::minor(dev), ino))
+    Ok(holders_in(&locks, id))
 }
 
 /// The PIDs of the `FLOCK` lines of `/proc/locks` text that name the file
-/// `major:minor:ino` (as the kernel prints it: hex device numbers).
-/// Blocked waiters (`->` lines) hold nothing.
-fn holders_in(locks: &str, major: u32, minor: u32, ino: u64) -> Vec<u32> {
-    let file = format!("{major:02x}:{minor:02x}:{ino}");
+/// `id` (as the kernel prints it: `major:minor:inode`, the device numbers
+/// in hex). Blocked waiters (`->` lines) hold nothing.
+fn holders_in(locks: &str, id: LockId) -> Vec<u32> {
+    let file = format!("{:02x}:{:02x}:{}", id.major, id.minor, id.ino);
     locks
         .lines()
         .filter_map(|line| {
@@ -42,8 +49,12 @@ mod tests {
         let text = "1: FLOCK  ADVISORY  WRITE 4242 fe:00:10011186 0 EOF\n\
                     1: -> FLOCK  ADVISORY  WRITE 4343 fe:00:10011186 0 EOF\n\
                     2: POSIX  ADVISORY  WRITE 77 fe:00:10011186 0 EOF\n\
-                    3: FLOCK  ADVISORY  WRITE 99 fe:00:555 0 EOF\n";
-        assert_eq!(holders_in(text, 0xfe, 0, 10011186), [4242]);
-        assert!(holders_in(text, 0xfe, 1, 10011186).is_empty());
+                    3: FLOCK  ADVISORY  WRITE 99 fe:00:555 0 EOF\n\
+                    4: FLOCK  ADVISORY  WRITE 31 00:28:257 0 EOF\n";
+        let id = |major, minor, ino| LockId { major, minor, ino };
+        assert_eq!(holders_in(text, id(0xfe, 0, 10011186)), [4242]);
+        assert!(holders_in(text, id(0xfe, 1, 10011186)).is_empty());
+        // A btrfs subvolume's file, by its file system's device (0:40).
+        assert_eq!(holders_in(text, id(0, 40, 257)), [31]);
     }
 }

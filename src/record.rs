@@ -112,9 +112,18 @@ fn run_message(fault: Fault, error: &str) -> Option<String> {
         Fault::DaemonDown => {
             "start rch's daemon (systemctl --user start rchd, or rch daemon start)"
         }
+        Fault::LeaseDir => {
+            "Make it writable for the user rch's wrappers run as (remount it read-write, or run the sweep as that user); rch-sweep doctor checks it"
+        }
+    };
+    // Checked before the first child: none was started at all.
+    let started = if fault == Fault::LeaseDir {
+        "no recovery was started"
+    } else {
+        "no further recovery was started"
     };
     Some(format!(
-        "{error}; no further recovery was started and no lease was charged a failure. {fix}"
+        "{error}; {started} and no lease was charged a failure. {fix}"
     ))
 }
 

@@ -2,7 +2,7 @@
 //! run `rch jobs recover`, and count success only when the journal read back
 //! shows the delivery and the daemon's receipt.
 
-use crate::child::{self, ChildSpec, Ending};
+use crate::child::{self, ChildSpec, Ending, shortage};
 use crate::daemon;
 use crate::exit::ExitCode;
 use crate::judge;
@@ -29,6 +29,9 @@ pub struct Settings {
     /// anything: a failed recovery is then checked against it once more
     /// before the lease is charged (SPEC "rch's daemon", step 4).
     pub daemon_waits: Option<daemon::Waits>,
+    /// Whose listener that check accepts: only this user's (or root's)
+    /// for a socket `rch` named, anyone's for one the operator named.
+    pub daemon_trust: daemon::Trust,
     /// The judged lease directory, symlinks resolved.
     pub lease_dir: PathBuf,
     /// The state home rch finds that directory in as `job-leases`: its
@@ -65,7 +68,8 @@ pub enum AttemptOutcome {
 pub enum Fault {
     /// The `rch` install is broken: it could not be started at all (the
     /// exec failed: permission denied, a missing interpreter, not an
-    /// executable format) or a shim around it exited 126/127. Every other
+    /// executable format), a shim around it exited 126/127, or it exited 2
+    /// (its usage error: no `jobs recover`, as in rch 1.x). Every other
     /// lease would fail the same way: 78, no further start.
     Config,
     /// The host could not start a recovery now (no thread, process, pipe or
@@ -77,6 +81,9 @@ pub enum Fault {
     /// Another process (rchd's own recovery task, an operator) holds the
     /// lease's `.recovery.lock`: no exit-code change, other leases go on.
     Busy,
+    /// rch could not rewrite a journal in the lease directory (a read-only
+    /// mount, or not writable by this user): 74, no child started.
+    LeaseDir,
 }
 
 impl Fault {
@@ -91,6 +98,7 @@ impl Fault {
             Fault::Config => ExitCode::Config,
             Fault::Host | Fault::DaemonDown => ExitCode::TempFail,
             Fault::Busy => ExitCode::Success,
+            Fault::LeaseDir => ExitCode::Io,
         }
     }
 }
@@ -214,24 +222,33 @@ fn attempt(settings: &Settings, candidate: &Candidate, stop: &dyn Fn() -> bool) 
         (Ending::Interrupted, error) => {
             AttemptOutcome::Interrupted(error.unwrap_or_else(|| "interrupted".into()))
         }
-        (_, Some(error)) => failed(settings, id, report.pid, error),
+        (_, Some(error)) => failed(settings, id, report.pid, error, stop),
         (_, None) => match lease_dir.load(id) {
             Ok(after) => match judge::verify_completion(&before, &after) {
                 Ok(()) => AttemptOutcome::Recovered,
-                Err(why) => failed(settings, id, report.pid, why.into()),
+                Err(why) => failed(settings, id, report.pid, why.into(), stop),
             },
-            Err(_) => failed(settings, id, report.pid, judge::NOT_ACKNOWLEDGED.into()),
+            Err(_) => failed(
+                settings,
+                id,
+                report.pid,
+                judge::NOT_ACKNOWLEDGED.into(),
+                stop,
+            ),
         },
     }
 }
 
 /// A recovery whose child (`child`, its PID) did not succeed, charged to
 /// its lease unless [`failure_not_its_own`] finds another cause.
-fn failed(settings: &Settings, id: &str, child: u32, error: String) -> AttemptOutcome {
-    match failure_not_its_own(settings, id, child, &error) {
-        Some((fault, why)) => AttemptOutcome::NotCharged(fault, why),
-        None => AttemptOutcome::Failed(error),
-    }
+fn failed(
+    settings: &Settings,
+    id: &str,
+    child: u32,
+    error: String,
+    stop: &dyn Fn() -> bool,
+) -> AttemptOutcome {
+    failure_not_its_own(settings, id, child, &error, stop).unwrap_or(AttemptOutcome::Failed(error))
 }
 
 /// Was this failure the lease's own? Looked at again after a child failed
@@ -241,28 +258,40 @@ fn failed(settings: &Settings, id: &str, child: u32, error: String) -> AttemptOu
 ///   while it is held). A lock our own child took (`/proc/locks` names the
 ///   process that took it) and left to a helper is no other process's;
 /// - rch's daemon, which every recovery needs, no longer answers at the
-///   socket the run checked (one try; SPEC "rch's daemon", step 4).
+///   socket the run checked (one try; SPEC "rch's daemon", step 4). A stop
+///   signal during that try leaves the question open: the attempt is
+///   interrupted, not charged.
 fn failure_not_its_own(
     settings: &Settings,
     id: &str,
     child: u32,
     error: &str,
-) -> Option<(Fault, String)> {
+    stop: &dyn Fn() -> bool,
+) -> Option<AttemptOutcome> {
     if let Some(pid) = recovery_lock::holder(&settings.lease_dir, id, Some(child)) {
-        return Some((Fault::Busy, recovery_lock::busy(pid)));
+        return Some(AttemptOutcome::NotCharged(
+            Fault::Busy,
+            recovery_lock::busy(pid),
+        ));
     }
     let (Some(socket), Some(waits)) = (&settings.socket, &settings.daemon_waits) else {
         return None;
     };
-    daemon::probe(socket, waits).err().map(|why| {
-        (
-            Fault::DaemonDown,
-            format!(
-                "{} (after the recovery failed: {error})",
-                daemon::not_answering(socket, &why)
+    match daemon::probe(socket, waits, settings.daemon_trust, stop) {
+        Ok(_) => None,
+        Err(no_answer) => Some(match no_answer.why(socket) {
+            Some(why) => AttemptOutcome::NotCharged(
+                Fault::DaemonDown,
+                format!(
+                    "{} (after the recovery failed: {error})",
+                    daemon::not_answering(socket, &why)
+                ),
             ),
-        )
-    })
+            None => AttemptOutcome::Interrupted(format!(
+                "{error} (the check of rch's daemon that followed was cut short)"
+            )),
+        }),
+    }
 }
 
 /// A child that could not be started: the host's fault when it ran out of
@@ -289,39 +318,37 @@ pub fn no_thread(error: &io::Error) -> AttemptOutcome {
     )
 }
 
-/// What ran out, when `error` says the host could not create a thread, a
-/// process, a pipe or a descriptor now.
-pub fn shortage(error: &io::Error) -> Option<&'static str> {
-    match error.raw_os_error()? {
-        libc::EAGAIN => Some(
-            "no thread or process could be created: this user's process limit (RLIMIT_NPROC, a unit's TasksMax) or the system's is reached",
-        ),
-        libc::ENOMEM => Some("out of memory"),
-        libc::EMFILE => Some("this process has too many open files (RLIMIT_NOFILE)"),
-        libc::ENFILE => Some("the system has too many open files (fs.file-max)"),
-        _ => None,
-    }
-}
-
 /// `rch` never exits 126 or 127: a shell or `env` does, when the program a
 /// wrapper or shim around `rch` execs is not executable (126) or not found
-/// (127), as when it is on a login shell's `PATH` only. That is a broken
-/// install, like an `rch` that cannot be started at all.
+/// (127), as when it is on a login shell's `PATH` only. Nor does `rch` exit
+/// 2 for a lease: 2 is its usage error (clap's), what rch 1.x says to
+/// `jobs recover` (it has no `jobs` command) or an `rch` that refuses one
+/// of its options; its own failures exit 1. Each is a broken install, like
+/// an `rch` that cannot be started at all: every other lease would fail
+/// the same way.
 fn broken_shim(settings: &Settings, report: &child::ChildReport) -> Option<AttemptOutcome> {
     let Ending::Exited(status) = &report.ending else {
         return None;
     };
     let code = status.code()?;
-    let what = match code {
-        126 => "found but not executable",
-        127 => "not found",
+    let why = match code {
+        2 => "rch's usage error: this rch cannot recover a lease (it has no `jobs recover`, as rch 1.x has not, or refuses one of its options)".to_owned(),
+        126 | 127 => format!(
+            "as a shell does when the program it runs is {} (rch itself never exits so)",
+            if code == 126 {
+                "found but not executable"
+            } else {
+                "not found"
+            }
+        ),
         _ => return None,
     };
-    let mut error = format!(
-        "{} exited {code}, as a shell does when the program it runs is {what} (rch itself never exits so)",
-        settings.rch.display()
-    );
-    let line = child::last_line(&report.tail);
+    let mut error = format!("{} exited {code}, {why}", settings.rch.display());
+    let line = if code == 2 {
+        child::usage_line(&report.tail)
+    } else {
+        child::last_line(&report.tail)
+    };
     if !line.is_empty() {
         error.push_str(": ");
         error.push_str(&line);

@@ -291,10 +291,16 @@ impl Summary {
     fn describe(&self, line: &LeaseLine) -> String {
         let retry = |failures: Option<u32>, next: Option<u64>| match (failures, next) {
             (Some(failures), Some(next)) => {
-                let when = if next <= self.now_unix_ms {
+                // From the run's end, as `status` counts: a failure's
+                // backoff runs from its attempt's end, which may lie
+                // minutes after the run's start.
+                let end = self
+                    .now_unix_ms
+                    .saturating_add(self.duration.as_millis() as u64);
+                let when = if next <= end {
                     "retry next run".to_owned()
                 } else {
-                    format!("retry in {}", span(next - self.now_unix_ms))
+                    format!("retry in {}", span(next - end))
                 };
                 format!(
                     "{failures} failure{}, {when}",
@@ -572,19 +578,19 @@ mod tests {
         s.daemon = Some(daemon::Report::new(
             "/home/a/.cache/rch/rch.sock".into(),
             daemon::ChosenBy::Rch,
-            Err("no socket there".into()),
+            Err("no socket at all (nothing is at that path)".into()),
             Some("/run/user/1000/rch.sock".into()),
         ));
         let value: serde_json::Value = serde_json::from_str(&s.json()).expect("json");
         assert_eq!(
             value["daemon"],
             serde_json::json!({"socket": "/home/a/.cache/rch/rch.sock", "chosen_by": "rch",
-                "up": false, "error": "no socket there",
+                "up": false, "error": "no socket at all (nothing is at that path)",
                 "answering_elsewhere": "/run/user/1000/rch.sock"})
         );
         let text = s.human(false);
         assert!(
-            text.contains("rch's daemon does not answer at /home/a/.cache/rch/rch.sock (as rch resolves it): no socket there; one answers at /run/user/1000/rch.sock\n"),
+            text.contains("rch's daemon does not answer at /home/a/.cache/rch/rch.sock (as rch resolves it): no socket at all (nothing is at that path); one answers at /run/user/1000/rch.sock\n"),
             "{text}"
         );
         s.daemon = Some(daemon::Report::new(
@@ -702,7 +708,9 @@ mod tests {
         let text = s.human(false);
         assert!(text.starts_with("WRAPPER"), "{text}");
         assert!(text.contains("rchw-a"));
-        assert!(text.contains("2 failures, retry in 19m 59s"), "{text}");
+        // From the run's end (its start, 3,601,000 ms, plus 1.234 s) to
+        // the next attempt at 4,800,000 ms.
+        assert!(text.contains("2 failures, retry in 19m 57s"), "{text}");
         assert!(text.contains("1 failed"));
         assert!(
             text.contains("4 skipped (1 malformed, 3 terminal)"),

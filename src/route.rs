@@ -6,10 +6,13 @@
 //! the daemon's socket, a `PATH` with the folder `rch` lives in. A sweep
 //! that relied on them at the terminal looks elsewhere under a timer, and a
 //! lease directory that is not there is a silent success. `doctor --as`
-//! re-executes itself in [`environment`]; doctor's `environment` check
-//! lists what [`rests_on`] finds. Both are functions over plain data. The
-//! units' `PATH` is read from the shipped unit files, compiled in, so what
-//! `doctor` checks and what the units set cannot drift apart.
+//! starts from what [`environment`] gives (cron's defaults, what systemd
+//! sets from the account) and lays the crontab's or the unit's own
+//! settings over it; doctor's `environment` check lists what [`rests_on`]
+//! finds. Both are functions over plain data. The shipped units are
+//! compiled in: their `PATH` is what the `rch` and `environment` checks
+//! compare with, and `doctor --as` checks with them where a unit is not
+//! installed.
 
 use crate::account::Account;
 use crate::cli::Route;
@@ -46,12 +49,15 @@ pub struct RouteEnv {
     pub cwd: PathBuf,
 }
 
-/// The environment `route` gives a run by this user, as SPEC lists it:
-/// cron passes `HOME` and `LOGNAME` (as this process has them, else from
-/// the account), `SHELL=/bin/sh` and `PATH=/usr/bin:/bin`; the units what
-/// systemd sets from the account, their own `PATH` (and for the user
-/// manager `XDG_RUNTIME_DIR`). Each starts in the home folder. `env` is
-/// this process's environment; an empty value counts as unset.
+/// What `route` gives a run by this user before its own configuration
+/// (the crontab's variable lines, the unit's settings) is read, as SPEC
+/// lists it: cron's defaults, `HOME` and `LOGNAME` (as this process has
+/// them, else from the account), `SHELL=/bin/sh` and `PATH=/usr/bin:/bin`;
+/// for the units what systemd sets from the account (`HOME`, `USER`,
+/// `LOGNAME`, `SHELL`; for the user manager also `XDG_RUNTIME_DIR`), the
+/// `PATH` coming from the unit or the manager. Each starts in the home
+/// folder unless the route says otherwise. `env` is this process's
+/// environment; an empty value counts as unset.
 pub fn environment(
     route: Route,
     uid: u32,
@@ -100,13 +106,6 @@ pub fn environment(
             if route == Route::UserTimer {
                 vars.push(("XDG_RUNTIME_DIR", format!("/run/user/{uid}").into()));
             }
-            let unit = if route == Route::UserTimer {
-                USER_UNIT
-            } else {
-                SYSTEM_UNIT
-            };
-            let path = unit_path(unit).unwrap_or_default();
-            vars.push(("PATH", expand(path, &home)));
         }
     }
     Ok(RouteEnv {
@@ -411,9 +410,6 @@ mod tests {
             ("XDG_RUNTIME_DIR", "/run/user/1000"),
         ]);
         let user = environment(Route::UserTimer, 1000, Some(&alice()), &shell).expect("user");
-        let unit_path = unit_path(USER_UNIT)
-            .expect("path")
-            .replace("%h", "/home/alice");
         assert_eq!(
             vars(&user),
             [
@@ -422,7 +418,6 @@ mod tests {
                 ("LOGNAME", "alice"),
                 ("SHELL", "/bin/bash"),
                 ("XDG_RUNTIME_DIR", "/run/user/1000"),
-                ("PATH", unit_path.as_str())
             ]
         );
         assert_eq!(user.cwd, Path::new("/home/alice"));
@@ -434,7 +429,6 @@ mod tests {
                 ("USER", "alice"),
                 ("LOGNAME", "alice"),
                 ("SHELL", "/bin/bash"),
-                ("PATH", timer_path())
             ]
         );
         // No account entry: this process's own values; no HOME at all is an

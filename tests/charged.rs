@@ -174,6 +174,98 @@ fn an_rch_shim_that_exits_126_or_127_is_78_and_costs_no_lease_a_failure() {
     }
 }
 
+/// rch 1.x, as 1.0.58 answers: a version, and clap's usage error (exit 2)
+/// for `jobs` (it has no such command) and anything else. Each call is
+/// logged to `calls`.
+fn rch_1x(world: &World, calls: &Path) -> PathBuf {
+    world.script(
+        "rch",
+        &format!(
+            "echo \"$*\" >> '{calls}'\n\
+             if [ \"$1\" = --version ]; then echo 'rch 1.0.58'; exit 0; fi\n\
+             printf '\\033[1;31merror:\\033[0m unrecognized subcommand '\\''%s'\\''\\n\\nUsage: rch [OPTIONS] <COMMAND>\\n\\nFor more information, try '\\''--help'\\''.\\n' \"$1\" >&2\n\
+             exit 2",
+            calls = calls.display()
+        ),
+    )
+}
+
+#[test]
+fn an_rch_without_jobs_recover_is_78_and_costs_no_lease_a_failure() {
+    let world = World::new();
+    let first = Journal::stale("w1", 3 * HOUR_MS);
+    let second = Journal::stale("w1", 2 * HOUR_MS);
+    let third = Journal::stale("w1", HOUR_MS);
+    for journal in [&first, &second, &third] {
+        world.add(journal);
+    }
+    let calls = world.path("calls.log");
+    let rch = rch_1x(&world, &calls);
+    let output = world
+        .command(&["--json", "--rch", utf8(&rch)])
+        .output()
+        .expect("run");
+    assert_eq!(output.status.code(), Some(78), "{}", stderr(&output));
+    let document = one_document(&output);
+    let rows = rows(&document);
+    assert!(
+        rows.iter().all(|(_, outcome, _)| outcome == "deferred"),
+        "{document}"
+    );
+    let error = rows[0].2.as_deref().expect("the first says why");
+    assert!(
+        error.contains("exited 2, rch's usage error: this rch cannot recover a lease")
+            && error.ends_with(
+                ": error: unrecognized subcommand 'jobs' ... For more information, try '--help'."
+            ),
+        "{error}"
+    );
+    assert_eq!((&rows[1].2, &rows[2].2), (&None, &None), "{document}");
+    assert_eq!(
+        (document["attempted"].clone(), document["failed"].clone()),
+        (json!(0), json!(0))
+    );
+    let recoveries = fs::read_to_string(&calls)
+        .expect("calls")
+        .lines()
+        .filter(|line| line.starts_with("jobs recover"))
+        .count();
+    assert_eq!(recoveries, 1, "no further start");
+    // Written, and empty: nothing charged, no success claimed.
+    let state = world.state();
+    assert_eq!(state["leases"], json!({}), "{state}");
+    assert!(state["last_success_unix_ms"].is_null(), "{state}");
+    let status = world.sub(&["status", "--json"]).output().expect("status");
+    assert_eq!(one_document(&status)["leases"], json!({}));
+    assert!(
+        stderr(&output).contains("no lease was charged a failure"),
+        "{}",
+        stderr(&output)
+    );
+
+    // doctor sees it before a run does.
+    let output = world
+        .sub(&["doctor", "--json", "--rch", utf8(&rch)])
+        .output()
+        .expect("doctor");
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let document = one_document(&output);
+    let check = document["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .find(|check| check["check"] == "rch")
+        .expect("rch check")
+        .clone();
+    assert_eq!(check["status"], "fail", "{check}");
+    let finding = check["finding"].as_str().expect("finding");
+    assert!(
+        finding.contains("(rch 1.0.58): `jobs recover --help` failed: exit status: 2, saying: error: unrecognized subcommand 'jobs' ... For more information, try '--help'.")
+            && finding.contains("a run would exit 78"),
+        "{finding}"
+    );
+}
+
 // ------------------------------------------------------------------ 2. host
 
 /// A uid nothing else on this machine runs as: RLIMIT_NPROC counts every
@@ -950,7 +1042,7 @@ fn man_charged_rows(page: &str) -> Vec<(String, String)> {
 #[test]
 fn the_readme_man_page_and_systemd_readme_give_one_table_of_what_is_charged() {
     let readme = charged_table(&repo_text("README.md"));
-    assert_eq!(readme.len(), 12, "{readme:#?}");
+    assert_eq!(readme.len(), 15, "{readme:#?}");
     assert_eq!(readme, charged_table(&repo_text("systemd/README.md")));
     let rows: Vec<(String, String)> = readme[2..]
         .iter()

@@ -128,6 +128,16 @@ fn bash_completes_subcommands_shells_and_flags() {
         ["--max-recoveries"]
     );
     assert_eq!(bash_completes(&["rch-sweep", "status", "--js"]), ["--json"]);
+    // The options of run may stand before a subcommand (SPEC, Synopsis):
+    // the subcommand and its own flags are still completed after them.
+    assert_eq!(
+        bash_completes(&["rch-sweep", "--lease-dir", "/tmp/x", "st"]),
+        ["status"]
+    );
+    assert_eq!(
+        bash_completes(&["rch-sweep", "--lease-dir", "/tmp/x", "status", "--js"]),
+        ["--json"]
+    );
 }
 
 /// What fish offers for a command line, as `complete -C` shows it (one

@@ -255,10 +255,12 @@ fn definition() -> clap::Command {
     command
 }
 
-/// The long options of a clap command.
+/// The long options of a clap command (not the hidden ones, which no help
+/// shows: `doctor --in-route` is how `doctor --as` talks to itself).
 fn long_names(command: &clap::Command) -> BTreeSet<String> {
     command
         .get_arguments()
+        .filter(|arg| !arg.is_hide_set())
         .filter_map(|arg| arg.get_long().map(|long| format!("--{long}")))
         .collect()
 }

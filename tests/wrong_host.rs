@@ -567,6 +567,40 @@ fn a_state_folder_swapped_in_after_the_preflight_is_refused_and_never_written_in
 }
 
 #[test]
+fn a_state_folder_swapped_during_the_recoveries_never_gets_the_state() {
+    // While `rch jobs recover` runs (the state lock held), the state folder
+    // is renamed away and a sticky folder open to all put in its place,
+    // which the owner rule accepts (as /tmp is). The run opened its folder
+    // once, before the lock: the state, with the failure charged, lands
+    // beside the lock in that folder, and nothing in the newcomer.
+    let world = World::new();
+    let journal = Journal::stale("hz4", 2 * HOUR_MS);
+    world.add(&journal);
+    let folder = world.state_file().parent().expect("folder").to_path_buf();
+    let moved = world.path("state.swapped-out");
+    let rch = world.fake_rch(
+        "rch",
+        &format!(
+            "mv '{folder}' '{moved}' && mkdir -m 1777 '{folder}'
+             echo 'recovery failed on the worker' >&2
+exit 1",
+            folder = folder.display(),
+            moved = moved.display()
+        ),
+    );
+    let (code, document) = world.json(&["--rch", utf8(&rch)]);
+    assert_eq!(code, 1, "{document}");
+    assert_eq!(document["failed"], 1, "{document}");
+    assert!(moved.is_dir(), "the fake rch did not swap the folder");
+    assert_eq!(files_in(&folder), Vec::<String>::new(), "written into");
+    assert_eq!(files_in(&moved), ["backoff.json", "backoff.json.lock"]);
+    let saved: serde_json::Value =
+        serde_json::from_slice(&fs::read(moved.join("backoff.json")).expect("state"))
+            .expect("parses");
+    assert_eq!(saved["leases"][&journal.id]["failures"], 1, "{saved}");
+}
+
+#[test]
 fn a_state_folder_that_is_a_link_is_refused_by_run_forget_and_doctor_alike() {
     let world = World::new();
     world.add(&Journal::stale("hz4", 2 * HOUR_MS));

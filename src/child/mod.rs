@@ -20,13 +20,16 @@
 //!
 //! Its rooms, one a phase: `exec` (what is done before the fork and in
 //! the forked child), `capture` (the drain threads and the bounded tail),
-//! `wait` (the exit seen without a reap, the group kill, the reap). This
+//! `wait` (the exit seen without a reap, the group kill, the reap); and
+//! `diagnostic`, the tail made into the text of an error. This
 //! file holds what a caller sees and [`run_capturing`], the phases in order.
 
 mod capture;
+mod diagnostic;
 mod exec;
 mod wait;
 
+pub use diagnostic::{diagnostic, last_line, strip_escapes, usage_line};
 pub use exec::cloexec_inherited;
 pub use wait::reset_sigchld;
 
@@ -53,10 +56,6 @@ pub const ANSWER_BYTES: usize = 64 * 1024;
 /// stuck in uninterruptible sleep may outlast it; we report that rather than
 /// hang.
 pub const REAP_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// How many characters of the stderr tail go into an error message: enough
-/// for the final error line and some context, short enough for a report line.
-pub const DIAGNOSTIC_CHARS: usize = 400;
 
 /// Longest single wait, so `stop` is seen promptly.
 const POLL_SLICE: Duration = Duration::from_millis(50);
@@ -135,37 +134,18 @@ impl ChildReport {
     }
 }
 
-/// The end of stderr as one short printable string. The tail was cut at an
-/// arbitrary byte, so it may start inside a UTF-8 sequence; those leading
-/// continuation bytes are dropped and anything else that is not UTF-8 is
-/// replaced, so a binary or truncated tail still prints. Control characters
-/// are replaced too: the text reaches terminals and the state file.
-pub fn diagnostic(tail: &[u8]) -> String {
-    // A UTF-8 sequence has at most three continuation bytes after its lead.
-    let cut = tail
-        .iter()
-        .take(3)
-        .take_while(|&&b| (0x80..=0xBF).contains(&b))
-        .count();
-    let text = String::from_utf8_lossy(&tail[cut..]);
-    let text = text.trim();
-    let start = text
-        .char_indices()
-        .rev()
-        .nth(DIAGNOSTIC_CHARS - 1)
-        .map_or(0, |(index, _)| index);
-    crate::log::printable(text[start..].trim_start()).into_owned()
-}
-
-/// The last line of stderr, printable: what a shell or `env` says when the
-/// program a wrapper execs cannot be run (`exec: rch-bin: not found`).
-pub fn last_line(tail: &[u8]) -> String {
-    diagnostic(tail)
-        .lines()
-        .map(str::trim)
-        .rfind(|line| !line.is_empty())
-        .unwrap_or_default()
-        .to_owned()
+/// What ran out, when `error` says the host could not create a thread, a
+/// process, a pipe or a descriptor now.
+pub fn shortage(error: &io::Error) -> Option<&'static str> {
+    match error.raw_os_error()? {
+        libc::EAGAIN => Some(
+            "no thread or process could be created: this user's process limit (RLIMIT_NPROC, a unit's TasksMax) or the system's is reached",
+        ),
+        libc::ENOMEM => Some("out of memory"),
+        libc::EMFILE => Some("this process has too many open files (RLIMIT_NOFILE)"),
+        libc::ENFILE => Some("the system has too many open files (fs.file-max)"),
+        _ => None,
+    }
 }
 
 /// The child could not be started at all, as opposed to a child that ran and
@@ -576,31 +556,6 @@ mod tests {
                 .starts_with("cannot run /nonexistent/rch: "),
             "{error}"
         );
-    }
-
-    #[test]
-    fn diagnostic_prints_cut_tails_and_is_bounded() {
-        let e_acute = "é".as_bytes();
-        let mut cut = vec![e_acute[1]];
-        cut.extend_from_slice(b"tail text");
-        let text = diagnostic(&cut);
-        assert!(text.ends_with("tail text"), "{text:?}");
-
-        let mut invalid = vec![0xFFu8];
-        invalid.extend_from_slice(b"after");
-        assert_eq!(diagnostic(&invalid), "\u{FFFD}after");
-
-        let text = diagnostic(&[b'x'; 1000]);
-        assert_eq!(text.chars().count(), DIAGNOSTIC_CHARS);
-
-        let wide = "é".repeat(1000);
-        assert_eq!(
-            diagnostic(wide.as_bytes()).chars().count(),
-            DIAGNOSTIC_CHARS
-        );
-
-        assert_eq!(diagnostic(b"last line\n\n"), "last line");
-        assert_eq!(diagnostic(b" \n"), "");
     }
 
     #[test]

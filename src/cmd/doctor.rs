@@ -9,19 +9,18 @@
 //! whether rch's daemon answers where `rch` looks for it, what the journals
 //! look like, what the host and the environment hold that a timer's run
 //! would not) and changes nothing: no file is written, renamed or created,
-//! no lock taken, no program started but `<rch> --version` and `<rch> --json
-//! --format json daemon status`.
+//! no lock taken, no program started but `<rch> --version`, `<rch> jobs
+//! recover --help` and `<rch> --json --format json daemon status`.
 //!
 //! `--as ROUTE` answers for the run cron or a unit starts rather than for
-//! this shell: it re-executes this very binary in the environment that
-//! route gives a run ([`route::environment`]) and prints its report under
-//! the route's name.
+//! this shell: [`super::doctor_as`] reads the route's crontab or unit and
+//! re-executes this very binary with its options in its environment.
 
 use super::Target;
 use crate::child::{self, Capture, ChildSpec, Ending};
-use crate::cli::{DoctorArgs, Route, RunArgs};
+use crate::cli::{DoctorArgs, RunArgs};
 use crate::config;
-use crate::exit::{ExitCode, Fatal};
+use crate::exit::ExitCode;
 use crate::lease_dir::LeaseDirFound;
 use crate::owner::ProcFs;
 use crate::plan::{self, Slot};
@@ -31,7 +30,7 @@ use crate::state::backoff::{Backoff, now_unix_ms};
 use crate::verdict::SkipReason;
 use crate::{account, daemon, host, log, recover, route, state};
 use anyhow::Result;
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsStr;
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -42,8 +41,9 @@ const VERSION_DEADLINE: Duration = Duration::from_secs(10);
 
 pub fn run(args: DoctorArgs) -> Result<ExitCode> {
     if let Some(route) = args.route {
-        return as_route(route, &args.run);
+        return super::doctor_as::run(route, &args.run);
     }
+    let in_route = args.in_route;
     let args = args.run;
     super::run::check_args(&args)?;
     super::run::refuse_tilde(&args)?;
@@ -63,7 +63,10 @@ pub fn run(args: DoctorArgs) -> Result<ExitCode> {
     }
     findings.push(journals(&target, &args));
     findings.push(host_check(&target));
-    findings.push(environment(&args, rch_socket.as_deref()));
+    findings.push(match in_route {
+        Some(route) => super::doctor_as::environment_finding(route),
+        None => environment(&args, rch_socket.as_deref()),
+    });
     let code = if findings.iter().any(|f| f.status == Status::Fail) {
         ExitCode::Failed
     } else {
@@ -149,6 +152,22 @@ fn rch(args: &RunArgs) -> Finding {
             String::new()
         }
     };
+    if let Err(why) = recovers(&found) {
+        return Finding::fail(
+            DoctorCheck::Rch,
+            ExitCode::Config,
+            format!(
+                "{}{}: `jobs recover --help` {why}: this rch cannot recover a lease (rch 1.x has no `jobs` command); a run would exit 78 at its first recovery",
+                found.display(),
+                if version.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({version})")
+                }
+            ),
+            "install rch 2.1 or later (the one rchd and its wrappers use), or point --rch / RCH_SWEEP_RCH at it",
+        );
+    }
     // A path with a slash is the same for any PATH.
     let by_path = explicit.is_none_or(|rch| rch.components().count() == 1 && !rch.is_absolute());
     if by_path {
@@ -225,6 +244,7 @@ fn daemon(target: &Target, args: &RunArgs) -> (Finding, Option<PathBuf>) {
         rch,
         socket: None,
         daemon_waits: None,
+        daemon_trust: daemon::Trust::ThisUser,
         lease_dir: target.lease_dir.resolved.clone(),
         state_home: target.lease_dir.state_home().to_path_buf(),
         recover_timeout: Duration::ZERO,
@@ -238,7 +258,7 @@ fn daemon(target: &Target, args: &RunArgs) -> (Finding, Option<PathBuf>) {
         &|| false,
     ) {
         Ok(found) => found,
-        Err(why) => {
+        Err(daemon::Unnamed::NoAnswer(why)) => {
             let finding = Finding::warn(
                 check,
                 format!(
@@ -249,16 +269,78 @@ fn daemon(target: &Target, args: &RunArgs) -> (Finding, Option<PathBuf>) {
             );
             return (finding, None);
         }
+        Err(daemon::Unnamed::HostFault(why) | daemon::Unnamed::Unstartable(why)) => {
+            let finding = Finding::warn(
+                check,
+                format!("not checked: {why}"),
+                "see the rch check above; a run that cannot ask rch starts no recovery (75 or 78)",
+            );
+            return (finding, None);
+        }
+        Err(daemon::Unnamed::Stopped) => {
+            return (Finding::warn(check, "not checked: interrupted", ""), None);
+        }
     };
     let named_by_rch = (chosen_by == daemon::ChosenBy::Rch).then(|| socket.clone());
-    let report = daemon::check(socket, chosen_by, &daemon::Waits::for_this_build(), &|| {
+    let Ok(report) = daemon::check(socket, chosen_by, &daemon::Waits::for_this_build(), &|| {
         false
-    });
-    let finding = match report.fix() {
-        None => Finding::ok(check, report.line()),
-        Some(fix) => Finding::fail(check, report.exit_code(), report.line(), fix),
+    }) else {
+        return (Finding::warn(check, "not checked: interrupted", ""), None);
     };
-    (finding, named_by_rch)
+    (daemon_finding(&report), named_by_rch)
+}
+
+/// How long a daemon may take to answer before doctor warns: rch itself
+/// gives up connecting after 3 s.
+const SLOW_REPLY: Duration = Duration::from_secs(3);
+
+/// The `daemon` check's finding from the check's report: a fail when it
+/// does not answer (as a run would stop), a warning when it answers slowly
+/// or its listener is another user's (only a socket named explicitly is
+/// used so), else ok with the reply's time.
+fn daemon_finding(report: &daemon::Report) -> Finding {
+    let check = DoctorCheck::Daemon;
+    if let Some(fix) = report.fix() {
+        return Finding::fail(check, report.exit_code(), report.line(), fix);
+    }
+    let Some(answer) = report.answer else {
+        return Finding::ok(check, report.line());
+    };
+    let found = format!("{}, in {}", report.line(), took(answer.took));
+    let mut warnings = Vec::new();
+    let mut fixes = Vec::new();
+    if !daemon::is_this_users(answer.listener, account::euid()) {
+        warnings.push(format!(
+            "{}: every recovery would go to it",
+            daemon::foreign_listener(&report.socket, answer.listener)
+        ));
+        fixes.push("name the socket of this user's own rch daemon (--socket / RCH_SOCKET_PATH), unless that user's daemon is meant to serve this one");
+    }
+    if answer.took > SLOW_REPLY {
+        warnings.push(format!(
+            "its reply took longer than {} (rch itself gives up connecting after 3 s)",
+            took(SLOW_REPLY)
+        ));
+        fixes.push("find out why rch's daemon is slow (systemctl --user status rchd, its log, the host's load)");
+    }
+    if warnings.is_empty() {
+        Finding::ok(check, found)
+    } else {
+        Finding::warn(
+            check,
+            format!("{found}; {}", warnings.join("; ")),
+            fixes.join("; "),
+        )
+    }
+}
+
+/// `12 ms`, or `3.4 s` from a second on.
+fn took(duration: Duration) -> String {
+    if duration < Duration::from_secs(1) {
+        format!("{} ms", duration.as_millis())
+    } else {
+        format!("{:.1} s", duration.as_secs_f64())
+    }
 }
 
 /// Whether two paths name one file (a `PATH` entry may reach it through a
@@ -323,6 +405,37 @@ fn version(rch: &Path) -> Version {
         line.map(|line| log::printable(line).chars().take(200).collect())
             .unwrap_or_else(|| "printed nothing".to_owned()),
     )
+}
+
+/// Whether `<rch> jobs recover --help` exits 0 within [`VERSION_DEADLINE`]:
+/// an `rch` that cannot recover a lease (rch 1.x has no `jobs` command;
+/// clap exits 2) would make a run's first recovery a configuration error.
+/// The error quotes its stderr's telling line (clap's `error:` line, else
+/// the last).
+fn recovers(rch: &Path) -> Result<(), String> {
+    let args = ["jobs".into(), "recover".into(), "--help".into()];
+    let spec = ChildSpec {
+        program: rch,
+        args: &args,
+        env: &[],
+    };
+    let report = child::run_capturing(&spec, Capture::StdoutAndStderr, VERSION_DEADLINE, &|| false)
+        .map_err(|error| format!("could not be started: {}", error.source))?;
+    let line = child::usage_line(&report.stderr_tail);
+    let said = if line.is_empty() {
+        String::new()
+    } else {
+        format!(", saying: {}", line.chars().take(200).collect::<String>())
+    };
+    match report.ending {
+        Ending::Exited(status) if status.success() => Ok(()),
+        Ending::Exited(status) => Err(format!("failed: {status}{said}")),
+        Ending::TimedOut => Err(format!(
+            "did not answer within {}s (killed)",
+            VERSION_DEADLINE.as_secs()
+        )),
+        Ending::Interrupted => Err("was interrupted".to_owned()),
+    }
 }
 
 /// The last non-empty line of a stderr tail, printable and at most 200
@@ -455,18 +568,24 @@ fn journal_concerns(scan: &Scan) -> (Vec<String>, Vec<String>) {
 }
 
 /// The host a run meets: its PID namespace, and room where the state is
-/// saved.
+/// saved (none at all fails: a run would exit 74).
 fn host_check(target: &Target) -> Finding {
     let facts = host::look(&target.state_file);
     let concerns = host::concerns(&facts);
     if concerns.is_empty() {
         return Finding::ok(DoctorCheck::Host, host::summary(&facts));
     }
+    let fatal = concerns.iter().any(|concern| concern.fatal);
     let (findings, fixes): (Vec<String>, Vec<String>) = concerns
         .into_iter()
         .map(|concern| (concern.finding, concern.fix))
         .unzip();
-    Finding::warn(DoctorCheck::Host, findings.join("; "), fixes.join("; "))
+    let (finding, fix) = (findings.join("; "), fixes.join("; "));
+    if fatal {
+        Finding::fail(DoctorCheck::Host, ExitCode::Io, finding, fix)
+    } else {
+        Finding::warn(DoctorCheck::Host, finding, fix)
+    }
 }
 
 /// Which decisions of this run rest on a variable a timer or cron line
@@ -505,33 +624,65 @@ fn environment(args: &RunArgs, rch_socket: Option<&Path>) -> Finding {
         runtime_socket,
     };
     let rests = route::rests_on(&facts);
-    if rests.is_empty() {
+    let empty = empty_state_homes(config::set_but_empty);
+    if rests.is_empty() && empty.is_none() {
         return Finding::ok(
             DoctorCheck::Environment,
             "no decision rests on a variable a timer or cron line lacks",
         );
     }
-    let findings: Vec<&str> = rests.iter().map(|rest| rest.finding.as_str()).collect();
-    let settings: Vec<&str> = rests.iter().map(|rest| rest.setting.as_str()).collect();
-    Finding::warn(
-        DoctorCheck::Environment,
-        format!(
+    let mut found = Vec::new();
+    let mut fixes = Vec::new();
+    if !rests.is_empty() {
+        let findings: Vec<&str> = rests.iter().map(|rest| rest.finding.as_str()).collect();
+        let settings: Vec<&str> = rests.iter().map(|rest| rest.setting.as_str()).collect();
+        found.push(format!(
             "decisions rest on variables a timer or cron line lacks: {}",
             findings.join("; ")
-        ),
-        format!(
+        ));
+        fixes.push(format!(
             "carry them over: {} on the crontab line (above it, or before the command), or Environment= lines in a drop-in (systemctl --user edit rch-sweep.service, or systemctl edit rch-sweep@USER.service); then check with `rch-sweep doctor --as cron` or `--as user-timer`",
             settings.join(" ")
+        ));
+    }
+    if let Some((finding, fix)) = empty {
+        found.push(finding);
+        fixes.push(fix);
+    }
+    Finding::warn(DoctorCheck::Environment, found.join("; "), fixes.join("; "))
+}
+
+/// `RCH_STATE_HOME` or `XDG_STATE_HOME` set but empty (as
+/// `set_but_empty` tells): rch-sweep takes such a variable as unset, as
+/// the XDG rules say, but rch 2.1 joins it into a relative path, so its
+/// wrappers write leases under whatever folder they ran in. The finding
+/// and its fix, when any is.
+fn empty_state_homes(set_but_empty: impl Fn(&str) -> bool) -> Option<(String, String)> {
+    let names: Vec<&str> = ["RCH_STATE_HOME", "XDG_STATE_HOME"]
+        .into_iter()
+        .filter(|name| set_but_empty(name))
+        .collect();
+    if names.is_empty() {
+        return None;
+    }
+    let which = names.join(" and ");
+    let verb = if names.len() == 1 { "is" } else { "are" };
+    Some((
+        format!(
+            "{which} {verb} set but empty: rch-sweep takes an empty variable as unset, but rch 2.1 then writes leases under the working folder of each wrapper (rch/job-leases), where no sweep looks"
         ),
-    )
+        format!(
+            "unset {which} (or set it to a folder) wherever rch's wrappers run, and in the sweep's environment"
+        ),
+    ))
 }
 
 /// Which of the options a route keeps were given on the command line
 /// rather than by their variables (clap merges the two; its matches know).
-fn given_on_command_line() -> route::Given {
+pub(super) fn given_on_command_line() -> route::Given {
     use clap::CommandFactory;
     use clap::parser::ValueSource;
-    let Ok(matches) = crate::cli::Cli::command().try_get_matches_from(std::env::args_os()) else {
+    let Ok(matches) = crate::cli::Cli::command().try_get_matches_from(crate::cli::args_os()) else {
         return route::Given::default();
     };
     let Some(doctor) = matches.subcommand_matches("doctor") else {
@@ -544,150 +695,6 @@ fn given_on_command_line() -> route::Given {
         rch: given("rch"),
         socket: given("socket"),
         metrics_file: given("metrics_file"),
-    }
-}
-
-/// `doctor --as ROUTE`: this binary again (`/proc/self/exe`, so the very
-/// one running, even if the file was replaced since), with the command
-/// line minus `--as`, in the route's environment and working directory
-/// and nothing else; its report under the route's name, its exit status
-/// as ours.
-fn as_route(route: Route, args: &RunArgs) -> Result<ExitCode> {
-    use std::os::unix::process::{CommandExt, ExitStatusExt};
-    let uid = account::euid();
-    let account = account::entry(uid);
-    let given =
-        route::environment(route, uid, account.as_ref(), config::process_env).map_err(|why| {
-            Fatal::error(
-                ExitCode::Config,
-                format!("doctor --as {}: {why}", route.as_str()),
-            )
-        })?;
-    let argv: Vec<OsString> = std::env::args_os().collect();
-    let mut command = std::process::Command::new("/proc/self/exe");
-    if let Some(arg0) = argv.first() {
-        command.arg0(arg0);
-    }
-    command
-        .args(without_as(argv.get(1..).unwrap_or_default()))
-        .env_clear()
-        .envs(given.vars.iter().map(|(name, value)| (name, value)))
-        .current_dir(&given.cwd)
-        .stdin(std::process::Stdio::null());
-    // Its warnings and errors reach the terminal as they come; its report
-    // too, but for a JSON document, which gains the route first.
-    command.stderr(std::process::Stdio::inherit());
-    let mut stdout = std::io::stdout().lock();
-    if args.json {
-        command.stdout(std::process::Stdio::piped());
-    } else {
-        command.stdout(std::process::Stdio::inherit());
-        let mut header = route_header(route, &given);
-        if !given_on_command_line().lease_dir {
-            let here = args
-                .paths
-                .lease_dir
-                .clone()
-                .unwrap_or_else(|| config::default_lease_dir(config::process_env));
-            let there = config::default_lease_dir(|name: &str| {
-                given
-                    .vars
-                    .iter()
-                    .find(|(var, _)| *var == name)
-                    .map(|(_, value)| value.clone())
-            });
-            if here != there {
-                let _ = writeln!(
-                    header,
-                    "note: at this shell the lease directory is {}; {} sweeps {}",
-                    log::printable(&here.display().to_string()),
-                    route.as_str(),
-                    log::printable(&there.display().to_string())
-                );
-            }
-        }
-        let _ = stdout.write_all(header.as_bytes());
-        let _ = stdout.flush();
-    }
-    let cannot = |error: std::io::Error| {
-        Fatal::error(
-            ExitCode::Config,
-            format!(
-                "doctor --as {}: cannot run rch-sweep in {} with that environment: {error}; {} starts a run there",
-                route.as_str(),
-                given.cwd.display(),
-                route.as_str()
-            ),
-        )
-    };
-    let output = command.output().map_err(cannot)?;
-    if args.json {
-        let _ = stdout.write_all(&with_route(&output.stdout, route));
-    }
-    let status = output.status;
-    Ok(match (status.code(), status.signal()) {
-        (Some(code), _) => exit_code(code),
-        (None, Some(signal)) => ExitCode::Signal(signal),
-        (None, None) => ExitCode::Failed,
-    })
-}
-
-/// The arguments with `--as ROUTE` (or `--as=ROUTE`) taken out. Since clap
-/// accepted them, a token `--as` is the option (clap takes no value that
-/// begins with `--` for another option), followed by its value.
-fn without_as(args: &[OsString]) -> Vec<OsString> {
-    let mut kept = Vec::with_capacity(args.len());
-    let mut tokens = args.iter();
-    while let Some(token) = tokens.next() {
-        if token == "--as" {
-            tokens.next();
-        } else if !token.as_encoded_bytes().starts_with(b"--as=") {
-            kept.push(token.clone());
-        }
-    }
-    kept
-}
-
-/// The route named at the top of a text report, with what it was given.
-fn route_header(route: Route, given: &route::RouteEnv) -> String {
-    let vars: Vec<String> = given
-        .vars
-        .iter()
-        .map(|(name, value)| format!("{name}={}", value.to_string_lossy()))
-        .collect();
-    format!(
-        "as {}: {}, working directory {} (every other variable dropped)\n",
-        route.as_str(),
-        log::printable(&vars.join(" ")),
-        log::printable(&given.cwd.display().to_string())
-    )
-}
-
-/// The JSON report with `"as": "<route>"` after its `version`, where every
-/// document of ours (a report or an error) begins; anything else as it came.
-fn with_route(document: &[u8], route: Route) -> Vec<u8> {
-    const HEAD: &[u8] = b"{\"version\":1,";
-    match document.strip_prefix(HEAD) {
-        Some(rest) => {
-            let mut out = HEAD.to_vec();
-            out.extend_from_slice(format!("\"as\":\"{}\",", route.as_str()).as_bytes());
-            out.extend_from_slice(rest);
-            out
-        }
-        None => document.to_vec(),
-    }
-}
-
-/// The exit status of the re-executed doctor, as ours.
-fn exit_code(code: i32) -> ExitCode {
-    match code {
-        0 => ExitCode::Success,
-        2 => ExitCode::Usage,
-        74 => ExitCode::Io,
-        75 => ExitCode::TempFail,
-        78 => ExitCode::Config,
-        129..=191 => ExitCode::Signal(code - 128),
-        _ => ExitCode::Failed,
     }
 }
 
@@ -812,30 +819,20 @@ mod tests {
     }
 
     #[test]
-    fn as_is_taken_out_of_the_command_line_and_put_into_the_document() {
-        let args: Vec<OsString> = [
-            "doctor",
-            "--as",
-            "cron",
-            "--lease-dir",
-            "/l",
-            "--as=user-timer",
-            "--json",
-        ]
-        .map(OsString::from)
-        .to_vec();
-        assert_eq!(
-            without_as(&args),
-            ["doctor", "--lease-dir", "/l", "--json"].map(OsString::from)
+    fn an_empty_state_home_variable_is_named() {
+        assert_eq!(empty_state_homes(|_| false), None);
+        let (finding, fix) = empty_state_homes(|name| name == "XDG_STATE_HOME").expect("a warning");
+        assert!(
+            finding.starts_with("XDG_STATE_HOME is set but empty")
+                && finding.contains("rch/job-leases"),
+            "{finding}"
         );
-        assert_eq!(
-            with_route(br#"{"version":1,"checks":[],"exit_code":0}"#, Route::Cron),
-            br#"{"version":1,"as":"cron","checks":[],"exit_code":0}"#
+        assert!(fix.starts_with("unset XDG_STATE_HOME"), "{fix}");
+        let (both, _) = empty_state_homes(|_| true).expect("a warning");
+        assert!(
+            both.starts_with("RCH_STATE_HOME and XDG_STATE_HOME are set but empty"),
+            "{both}"
         );
-        assert_eq!(with_route(b"", Route::Cron), b"");
-        for code in [0, 1, 2, 74, 75, 78, 130] {
-            assert_eq!(exit_code(code).code(), code);
-        }
     }
 
     #[test]

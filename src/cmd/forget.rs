@@ -6,7 +6,7 @@ use crate::cli::ForgetArgs;
 use crate::exit::{ExitCode, Fatal};
 use crate::preflight::Intent;
 use crate::state::backoff::Backoff;
-use crate::state::{self, lock};
+use crate::state::{self, Store};
 use crate::{fsio, lease, log};
 use anyhow::Result;
 use std::os::unix::ffi::OsStrExt;
@@ -30,8 +30,21 @@ pub fn run(args: ForgetArgs) -> Result<ExitCode> {
         ));
         return Ok(ExitCode::Success);
     }
-    let _lock = lock::acquire_for(&state_file)?;
-    let Some(mut backoff) = state::load_existing(&state_file, state::Access::Write)? else {
+    // The folder opened once: the lock, the read and the save all go
+    // through it.
+    let store = Store::open(&state_file).map_err(|error| {
+        let message = if state::folder::is_untrusted(&error) {
+            error.to_string()
+        } else {
+            format!(
+                "cannot open state folder {}: {error}",
+                fsio::parent_dir(&state_file).display()
+            )
+        };
+        Fatal::error(ExitCode::Io, message)
+    })?;
+    let _lock = store.lock()?;
+    let Some(mut backoff) = store.load_existing()? else {
         log::info(format!(
             "no state file at {}; nothing to forget",
             state_file.display()
@@ -57,7 +70,7 @@ pub fn run(args: ForgetArgs) -> Result<ExitCode> {
         count
     };
     if removed > 0 {
-        state::save(&state_file, &backoff).map_err(|error| {
+        store.save(&backoff).map_err(|error| {
             Fatal::error(
                 ExitCode::Io,
                 format!("cannot write state file {}: {error}", state_file.display()),

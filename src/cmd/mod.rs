@@ -2,6 +2,7 @@
 
 pub mod completions;
 pub mod doctor;
+pub mod doctor_as;
 pub mod explain;
 pub mod forget;
 pub mod run;

@@ -13,16 +13,17 @@ use super::Target;
 use crate::cli::RunArgs;
 use crate::exit::{ExitCode, Fatal};
 use crate::lease_dir::sweep_lock::{self, SweepLockError};
-use crate::lease_dir::{LeaseDir, LeaseDirFound};
+use crate::lease_dir::{LeaseDir, LeaseDirFound, writable};
 use crate::owner::ProcFs;
 use crate::plan::{self, Slot};
 use crate::preflight::{self, Intent};
 use crate::record::{self, Policy};
+use crate::recover::AttemptOutcome::NotCharged;
 use crate::recover::Fault;
 use crate::report::{LeaseLine, LeaseOutcome, Summary};
 use crate::scan::{self, Scan, ScanOptions};
+use crate::state::Store;
 use crate::state::backoff::now_unix_ms;
-use crate::state::lock;
 use crate::verdict::Candidate;
 use crate::{daemon, dispatch, fsio, log, persist, recover, signals, state};
 use anyhow::{Context, Result};
@@ -253,14 +254,15 @@ fn take_sweep_lock(run: &Run, dir: &LeaseDir) -> Result<()> {
 }
 
 /// Creates the state folder (0700) when it is missing, only once the lease
-/// directory is ours for this run; a folder that cannot be made, or is
-/// found untrusted, is 74. Made or found, the state lock and every write
-/// then open it without following a link and check it on that descriptor,
-/// so a folder someone made or swapped in since the preflight is refused
-/// (74), never written into.
-fn make_state_folder(run: &Run) -> Result<()> {
+/// directory is ours for this run, and opens it once, without following a
+/// link, checked on that descriptor; a folder that cannot be made, or is
+/// found untrusted, is 74. That descriptor then serves the state lock and
+/// every read and write of the run, so a folder someone made or swapped in
+/// since the preflight is refused (74), never written into, and one
+/// swapped in later gets nothing: the state stays beside the lock.
+fn open_state_folder(run: &Run) -> Result<Store> {
     let state_dir = fsio::parent_dir(&run.target.state_file);
-    state::folder::ensure_private(state_dir).map_err(|error| {
+    Store::create(&run.target.state_file).map_err(|error| {
         let message = if state::folder::is_untrusted(&error) {
             error.to_string()
         } else {
@@ -281,26 +283,26 @@ fn make_state_folder(run: &Run) -> Result<()> {
 fn sweep(run: &Run) -> Result<ExitCode> {
     let dir = open_lease_dir(run)?;
     take_sweep_lock(run, &dir)?;
-    make_state_folder(run)?;
+    let store = open_state_folder(run)?;
     // Held, like the sweep lock, until the run ends.
-    let _state_lock = lock::acquire_for(&run.target.state_file)?;
+    let _state_lock = store.lock()?;
     check_metrics_path(run)?;
     let rch = find_rch(run)?;
-    clean_leftovers(run);
-    let mut backoff = state::load_for_run(&run.target.state_file, run.now_unix_ms)?;
+    clean_leftovers(run, &store);
+    let mut backoff = store.load_for_run(run.now_unix_ms)?;
     signals::install().context("cannot install signal handlers")?;
     let (mut scan, scan_duration) = scan_leases(run, &dir)?;
     let policy = policy(run);
     backoff.prune(&scan.candidates, policy.now_unix_ms, policy.max_ms);
     let due = plan::due(&scan.candidates, &backoff, policy.now_unix_ms);
-    let (attempts, daemon) = recoveries(run, rch, &scan.candidates, due);
+    let (attempts, daemon) = recoveries(run, rch, &dir, &scan.candidates, due);
     let candidates = std::mem::take(&mut scan.candidates);
     let mut summary = summary(run, scan, scan_duration, Vec::new());
     summary.daemon = daemon;
     record::attempts(candidates, attempts, &policy, &mut backoff, &mut summary);
     let metrics_file = run.args.metrics_file.as_deref();
     persist::save(
-        &run.target.state_file,
+        &store,
         metrics_file,
         &mut backoff,
         &mut summary,
@@ -332,38 +334,72 @@ fn find_rch(run: &Run) -> Result<PathBuf> {
 
 /// The temporary files a killed run left beside the state file and the
 /// metrics file, removed (now that this run holds the locks).
-fn clean_leftovers(run: &Run) {
-    persist::clean_leftovers(&run.target.state_file);
+fn clean_leftovers(run: &Run, store: &Store) {
+    persist::clean_state_leftovers(store);
     if let Some(metrics) = &run.args.metrics_file {
         persist::clean_leftovers(metrics);
     }
 }
 
+/// What the check of rch's daemon before any recovery came to.
+enum DaemonCheck {
+    /// Nothing due, or `rch` named no socket: nothing checked, nothing
+    /// pinned.
+    Unchecked,
+    /// Checked, up or not.
+    Checked(daemon::Report),
+    /// `rch ... daemon status` could not be started: the host's fault or
+    /// the install's, as a recovery's child would be; every due candidate
+    /// is kept back with the error.
+    NotStarted(Fault, String),
+    /// A stop signal ended it: nothing starts, and the run stops as a
+    /// signalled run does.
+    Stopped,
+}
+
 /// The recoveries of the `due` candidates, an attempt each (None for the
 /// others), and what was learnt of rch's daemon. Only a run with something
-/// to recover needs the daemon; the others neither ask rch nor touch a
-/// socket (and an empty run stays fast). While it does not answer, no
-/// recovery starts: each due candidate is kept back.
+/// to recover needs the lease directory to be writable and the daemon; the
+/// others neither look nor ask rch nor touch a socket (and an empty run
+/// stays fast). While rch could not rewrite a journal in `dir` (74), or
+/// its daemon does not answer, no recovery starts: each due candidate is
+/// kept back.
 fn recoveries(
     run: &Run,
     rch: PathBuf,
+    dir: &LeaseDir,
     candidates: &[Candidate],
     due: Vec<(usize, &Candidate)>,
 ) -> (Vec<Option<recover::Attempt>>, Option<daemon::Report>) {
+    if !due.is_empty()
+        && let Err(why) = writable::check(dir)
+    {
+        let error = why.error(&run.target.lease_dir.display());
+        let outcome = NotCharged(Fault::LeaseDir, error);
+        return (kept_back(candidates, &due, &outcome, true), None);
+    }
     let mut settings = recover_settings(run, rch);
-    let mut daemon = if due.is_empty() {
-        None
+    let check = if due.is_empty() {
+        DaemonCheck::Unchecked
     } else {
         check_daemon(run, &mut settings)
     };
-    let attempts = match &daemon {
-        Some(report) if !report.up => kept_back(candidates, &due, report),
-        _ => dispatch::recover_due(
-            candidates,
-            due,
-            usize::from(run.args.max_recoveries),
-            &settings,
+    let max = usize::from(run.args.max_recoveries);
+    let (attempts, mut daemon) = match check {
+        DaemonCheck::Unchecked => (dispatch::recover_due(candidates, due, max, &settings), None),
+        DaemonCheck::Checked(report) if report.up => (
+            dispatch::recover_due(candidates, due, max, &settings),
+            Some(report),
         ),
+        DaemonCheck::Checked(report) => {
+            let outcome = NotCharged(Fault::DaemonDown, report.lease_error());
+            (kept_back(candidates, &due, &outcome, true), Some(report))
+        }
+        DaemonCheck::NotStarted(fault, error) => {
+            let outcome = NotCharged(fault, error);
+            (kept_back(candidates, &due, &outcome, false), None)
+        }
+        DaemonCheck::Stopped => (vec![None; candidates.len()], None),
     };
     if let Some(report) = daemon.as_mut().filter(|report| report.up)
         && let Some(error) = lost_daemon(&attempts)
@@ -377,8 +413,9 @@ fn recoveries(
 /// `rch` says) and whether it answers; once known, every child is pinned to
 /// it and a failed recovery is checked against it again. An `rch` that
 /// cannot say leaves the run as it was before such checks: nothing checked,
-/// nothing pinned (SPEC "rch's daemon", step 1).
-fn check_daemon(run: &Run, settings: &mut recover::Settings) -> Option<daemon::Report> {
+/// nothing pinned (SPEC "rch's daemon", step 1); one that cannot be
+/// started is a recovery's child that cannot (75 or 78).
+fn check_daemon(run: &Run, settings: &mut recover::Settings) -> DaemonCheck {
     let stop = || signals::received().is_some();
     let env = recover::child_env(settings);
     let (socket, chosen_by) = match daemon::which(
@@ -388,34 +425,47 @@ fn check_daemon(run: &Run, settings: &mut recover::Settings) -> Option<daemon::R
         &stop,
     ) {
         Ok(found) => found,
-        Err(why) => {
+        Err(daemon::Unnamed::NoAnswer(why)) => {
             log::info(format!(
                 "`{} --json --format json daemon status` {why}: rch's daemon is not checked, so a recovery failing for want of it is charged to its lease (name the socket with --socket or RCH_SOCKET_PATH; rch-sweep doctor checks it)",
                 settings.rch.display()
             ));
-            return None;
+            return DaemonCheck::Unchecked;
         }
+        Err(daemon::Unnamed::HostFault(error)) => {
+            return DaemonCheck::NotStarted(Fault::Host, error);
+        }
+        Err(daemon::Unnamed::Unstartable(error)) => {
+            return DaemonCheck::NotStarted(Fault::Config, error);
+        }
+        Err(daemon::Unnamed::Stopped) => return DaemonCheck::Stopped,
     };
     let waits = daemon::Waits::for_this_build();
-    let report = daemon::check(socket, chosen_by, &waits, &stop);
+    let Ok(report) = daemon::check(socket, chosen_by, &waits, &stop) else {
+        return DaemonCheck::Stopped;
+    };
     settings.socket = Some(report.socket.clone());
     settings.daemon_waits = Some(waits);
-    Some(report)
+    settings.daemon_trust = chosen_by.trust();
+    DaemonCheck::Checked(report)
 }
 
-/// The attempts of a run whose daemon does not answer: none started, each
-/// due candidate kept back with the daemon's error and its entry unchanged.
+/// The attempts of a run that starts no recovery: the due candidates kept
+/// back with `outcome`, their entries unchanged. A daemon that does not
+/// answer is every lease's error (`every`); an `rch` that could not be
+/// asked is told as a recovery's child that could not start: the first due
+/// lease carries the error, the others are deferred unstarted (SPEC "One
+/// recovery", step 2).
 fn kept_back(
     candidates: &[Candidate],
     due: &[(usize, &Candidate)],
-    report: &daemon::Report,
+    outcome: &recover::AttemptOutcome,
+    every: bool,
 ) -> Vec<Option<recover::Attempt>> {
     let mut attempts = vec![None; candidates.len()];
-    for (index, _) in due {
-        attempts[*index] = Some(recover::Attempt::ended(
-            recover::AttemptOutcome::NotCharged(Fault::DaemonDown, report.lease_error()),
-            Duration::ZERO,
-        ));
+    let carrying = if every { due.len() } else { 1 };
+    for (index, _) in due.iter().take(carrying) {
+        attempts[*index] = Some(recover::Attempt::ended(outcome.clone(), Duration::ZERO));
     }
     attempts
 }
@@ -437,6 +487,7 @@ fn recover_settings(run: &Run, rch: PathBuf) -> recover::Settings {
         rch,
         socket: run.args.socket.clone(),
         daemon_waits: None,
+        daemon_trust: daemon::Trust::ThisUser,
         lease_dir: run.target.lease_dir.resolved.clone(),
         state_home: run.target.lease_dir.state_home().to_path_buf(),
         recover_timeout: Duration::from_secs(run.args.recover_timeout),

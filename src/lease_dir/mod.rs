@@ -8,7 +8,9 @@
 //!   to it;
 //! - [`sweep_lock`]: the lock on the directory that keeps two sweeps off it;
 //! - [`recovery_lock`]: rch's lock on one lease's recovery
-//!   (`<id>.recovery.lock`), only ever looked up, never opened.
+//!   (`<id>.recovery.lock`), only ever looked up, never opened;
+//! - [`writable`]: whether rch could rewrite a journal in it (a
+//!   read-write mount this user may write).
 //!
 //! What a journal holds, and how its bytes are read and parsed, is
 //! [`crate::lease`]'s.
@@ -17,6 +19,7 @@ pub mod identity;
 pub mod open;
 pub mod recovery_lock;
 pub mod sweep_lock;
+pub mod writable;
 
 pub use identity::{Identity, JOB_LEASES, LeaseDirFound};
 pub use open::{LeaseDir, ListedType, Listing};

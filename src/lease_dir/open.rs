@@ -18,7 +18,7 @@ use crate::sys;
 use std::ffi::CString;
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsFd, AsRawFd};
+use std::os::fd::AsFd;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::Path;
 
@@ -151,17 +151,11 @@ impl LeaseDir {
     }
 }
 
-/// The open directory's descriptor, for the lease-directory lock.
+/// The open directory's descriptor, borrowed: for what is asked of the
+/// directory itself (whether rch could write it) and its sweep lock.
 impl AsFd for LeaseDir {
     fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
         self.dir.as_fd()
-    }
-}
-
-/// The open directory's descriptor number, for messages and `/proc`.
-impl AsRawFd for LeaseDir {
-    fn as_raw_fd(&self) -> std::os::fd::RawFd {
-        self.dir.as_raw_fd()
     }
 }
 

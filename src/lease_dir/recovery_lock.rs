@@ -7,19 +7,19 @@
 //! looked at here. This tool never opens, locks or creates it: opened,
 //! locked or created by us, it could make rch's own `try_lock` fail. It is
 //! only `stat`ed, and its holder found in `/proc/locks`
-//! ([`crate::proc_locks`]) by the file's device and inode.
+//! ([`crate::proc_locks`]) by the file's inode and its mount's device (as
+//! `/proc/locks` names it, on btrfs and overlayfs too).
 
 use crate::proc_locks;
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 /// The process other than this one (and its `child`) that holds the
 /// recovery lock of lease `id` in `lease_dir`. None when nobody holds it,
 /// there is no such file, or it cannot be told (then `rch` is the judge).
 pub fn holder(lease_dir: &Path, id: &str, child: Option<u32>) -> Option<u32> {
-    let meta = std::fs::metadata(lease_dir.join(format!("{id}.recovery.lock"))).ok()?;
+    let lock = lease_dir.join(format!("{id}.recovery.lock"));
     let own = std::process::id();
-    proc_locks::holders(meta.dev(), meta.ino())
+    proc_locks::holders(&lock, true)
         .ok()?
         .into_iter()
         .find(|pid| *pid != own && Some(*pid) != child)

@@ -15,7 +15,6 @@ use crate::sys;
 use crate::sys::fs::TryLock;
 use std::io;
 use std::os::fd::AsFd;
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 /// Why the lease directory could not be locked.
@@ -40,9 +39,8 @@ pub fn acquire(dir: &LeaseDir) -> Result<(), SweepLockError> {
 /// than this process, as `/proc/locks` shows it: for the message of a run
 /// that finds it held. None when it cannot tell.
 pub fn holder(resolved: &Path) -> Option<u32> {
-    let meta = std::fs::metadata(resolved).ok()?;
     let own = std::process::id();
-    proc_locks::holders(meta.dev(), meta.ino())
+    proc_locks::holders(resolved, true)
         .ok()?
         .into_iter()
         .find(|pid| *pid != own)

@@ -4,14 +4,13 @@
 //! file atomically.
 
 use super::backoff::{Backoff, VERSION};
-use super::folder::open_private;
 use crate::exit::{ExitCode, Fatal};
 use crate::fsio::{self, Existing, FileId};
 use crate::log;
 use serde::Deserialize;
 use std::io::{self, Read};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// A state file larger than this is treated as corrupt (moved aside): even
 /// 100,000 failing leases fit in a fraction of it.
@@ -62,6 +61,17 @@ pub enum Access {
 /// followed), and for writers another user's file. Exit 74, naming the path
 /// and what stands there; nothing is renamed, created or written.
 pub fn check_path(path: &Path, access: Access) -> anyhow::Result<Option<FileId>> {
+    judge_existing(fsio::existing(path), path, access)
+}
+
+/// What stands at the state path (`existing`, however it was looked at),
+/// judged for a command with `access`: its id when there is a file to
+/// read, `None` when there is none; refused (74) as [`check_path`] says.
+pub(super) fn judge_existing(
+    existing: io::Result<Existing>,
+    path: &Path,
+    access: Access,
+) -> anyhow::Result<Option<FileId>> {
     let refuse = |what: &str| {
         Fatal::error(
             ExitCode::Io,
@@ -71,29 +81,28 @@ pub fn check_path(path: &Path, access: Access) -> anyhow::Result<Option<FileId>>
             ),
         )
     };
-    match fsio::existing(path) {
+    match existing {
         Ok(Existing::Missing) => Ok(None),
         Ok(Existing::Ours(id)) => Ok(Some(id)),
         Ok(Existing::Foreign(id)) if access == Access::Read => Ok(Some(id)),
         Ok(Existing::Foreign(_)) => Err(refuse("owned by another user")),
         Ok(Existing::Other(kind)) => Err(refuse(kind.described())),
-        Err(error) => Err(Fatal::error(
-            ExitCode::Io,
-            format!("cannot read state file {}: {error}", path.display()),
-        )),
+        Err(error) => Err(read_error(path, error)),
     }
+}
+
+/// An error reading the state file at `path` (74).
+pub(super) fn read_error(path: &Path, error: io::Error) -> anyhow::Error {
+    Fatal::error(
+        ExitCode::Io,
+        format!("cannot read state file {}: {error}", path.display()),
+    )
 }
 
 /// Reads the state file without changing anything. Never follows a link
 /// and never blocks on a FIFO; what it read is identified by (dev, ino) so a
 /// later move aside can check the path still names that very file.
 pub fn read(path: &Path, access: Access) -> anyhow::Result<(StateFound, Option<FileId>)> {
-    let io_error = |error: io::Error| {
-        Fatal::error(
-            ExitCode::Io,
-            format!("cannot read state file {}: {error}", path.display()),
-        )
-    };
     if check_path(path, access)?.is_none() {
         return Ok((StateFound::Missing, None));
     }
@@ -106,12 +115,26 @@ pub fn read(path: &Path, access: Access) -> anyhow::Result<(StateFound, Option<F
         Err(error) if error.kind() == io::ErrorKind::NotFound => {
             return Ok((StateFound::Missing, None));
         }
-        Err(error) => return Err(io_error(error)),
+        Err(error) => return Err(read_error(path, error)),
     };
-    // Swapped since the check: judge what was opened.
+    // Swapped since the check: what stands there now is named.
+    read_opened(file, path, access).map_err(|error| match check_path(path, access) {
+        Err(refused) => refused,
+        Ok(_) => error,
+    })
+}
+
+/// Reads the state file opened (without following a link or blocking) as
+/// `path`: what was opened is judged again (a file swapped since the
+/// check is refused), then read whole up to the cap and decoded.
+pub(super) fn read_opened(
+    file: std::fs::File,
+    path: &Path,
+    access: Access,
+) -> anyhow::Result<(StateFound, Option<FileId>)> {
+    let io_error = |error: io::Error| read_error(path, error);
     let meta = file.metadata().map_err(io_error)?;
     if !meta.is_file() || (access == Access::Write && meta.uid() != crate::account::euid()) {
-        check_path(path, access)?;
         return Err(io_error(io::Error::other("it changed while being opened")));
     }
     let mut bytes = Vec::new();
@@ -142,7 +165,12 @@ pub enum Loaded {
 }
 
 pub fn load(path: &Path, access: Access) -> anyhow::Result<Loaded> {
-    match read(path, access)? {
+    loaded(path, read(path, access)?)
+}
+
+/// What was read of the state file at `path`, as a command sees it.
+pub(super) fn loaded(path: &Path, read: (StateFound, Option<FileId>)) -> anyhow::Result<Loaded> {
+    match read {
         (StateFound::Missing, _) | (_, None) => Ok(Loaded::Missing),
         (StateFound::Valid(backoff), _) => Ok(Loaded::Valid(backoff)),
         (StateFound::Corrupt(why), Some(id)) => Ok(Loaded::Corrupt(why, id)),
@@ -159,7 +187,12 @@ pub fn load(path: &Path, access: Access) -> anyhow::Result<Loaded> {
 /// The state for `status` and `forget`, which read it as it is: `None` when
 /// there is none; a corrupt file is an error (only a run moves it aside).
 pub fn load_existing(path: &Path, access: Access) -> anyhow::Result<Option<Backoff>> {
-    match load(path, access)? {
+    existing(path, load(path, access)?)
+}
+
+/// The state of `loaded`, as `status` and `forget` take it.
+pub(super) fn existing(path: &Path, loaded: Loaded) -> anyhow::Result<Option<Backoff>> {
+    match loaded {
         Loaded::Missing => Ok(None),
         Loaded::Valid(backoff) => Ok(Some(backoff)),
         Loaded::Corrupt(why, _) => Err(Fatal::error(
@@ -169,33 +202,6 @@ pub fn load_existing(path: &Path, access: Access) -> anyhow::Result<Option<Backo
                 path.display()
             ),
         )),
-    }
-}
-
-/// The state a real run starts from. A corrupt file is moved aside (kept
-/// for a person to read, never overwritten) and the run starts with empty
-/// backoff; should it not move, the run stops (74) rather than lose it.
-pub fn load_for_run(path: &Path, now_ms: u64) -> anyhow::Result<Backoff> {
-    match load(path, Access::Write)? {
-        Loaded::Missing => Ok(Backoff::empty()),
-        Loaded::Valid(backoff) => Ok(backoff),
-        Loaded::Corrupt(why, read) => {
-            let aside = quarantine(path, read, now_ms).map_err(|error| {
-                Fatal::error(
-                    ExitCode::Io,
-                    format!(
-                        "state file {} does not parse ({why}) and cannot be moved aside: {error}",
-                        path.display()
-                    ),
-                )
-            })?;
-            log::warn(format!(
-                "state file {} does not parse ({why}); moved it to {} and starting with empty backoff",
-                path.display(),
-                aside.display()
-            ));
-            Ok(Backoff::empty())
-        }
     }
 }
 
@@ -213,36 +219,6 @@ pub fn load_for_plan(path: &Path) -> anyhow::Result<Backoff> {
             Ok(Backoff::empty())
         }
     }
-}
-
-/// Moves the corrupt state file `read` to `<name>.corrupt-<unix_ms>` beside
-/// it, only if the path still names that very file (same dev and inode),
-/// within the state folder as checked on its descriptor ([`open_private`]).
-pub fn quarantine(path: &Path, read: FileId, now_ms: u64) -> io::Result<PathBuf> {
-    let folder = open_private(fsio::parent_dir(path))?;
-    let name = fsio::file_name(path)?;
-    match folder.existing(name)? {
-        Existing::Ours(now) if now == read => {}
-        _ => {
-            return Err(io::Error::other(
-                "it changed after it was read; left it as it is",
-            ));
-        }
-    }
-    let mut aside = name.to_os_string();
-    aside.push(format!(".corrupt-{now_ms}"));
-    folder.rename(name, &aside)?;
-    Ok(path.with_file_name(aside))
-}
-
-/// Writes the state atomically, mode 0600, into the state folder as
-/// checked on the descriptor the write goes through ([`open_private`]):
-/// a folder someone swapped in since the run's checks, or a link, is an
-/// error and nothing is written into it.
-pub fn save(path: &Path, backoff: &Backoff) -> io::Result<()> {
-    let mut bytes = serde_json::to_vec_pretty(backoff).map_err(io::Error::other)?;
-    bytes.push(b'\n');
-    open_private(fsio::parent_dir(path))?.write_atomic(fsio::file_name(path)?, &bytes, 0o600)
 }
 
 #[cfg(test)]
@@ -309,43 +285,5 @@ mod tests {
                 .expect("lstat")
                 .is_symlink()
         );
-    }
-
-    #[test]
-    fn save_then_read_round_trips_and_quarantine_moves_aside() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("backoff.json");
-        assert!(matches!(
-            read(&path, Access::Write).expect("read").0,
-            StateFound::Missing
-        ));
-        let mut backoff = Backoff::empty();
-        backoff.last_success_unix_ms = Some(5);
-        save(&path, &backoff).expect("save");
-        assert!(
-            matches!(read(&path, Access::Write).expect("read").0, StateFound::Valid(b) if b == backoff)
-        );
-        std::fs::write(&path, "garbage").expect("write");
-        let (found, id) = read(&path, Access::Write).expect("read");
-        assert!(matches!(found, StateFound::Corrupt(_)));
-        let id = id.expect("identified");
-        let aside = quarantine(&path, id, 42).expect("quarantine");
-        assert_eq!(aside, dir.path().join("backoff.json.corrupt-42"));
-        assert_eq!(std::fs::read(&aside).expect("read"), b"garbage");
-        assert!(!path.exists());
-    }
-
-    #[test]
-    fn quarantine_leaves_a_file_that_changed_since_it_was_read() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("backoff.json");
-        std::fs::write(&path, "garbage").expect("write");
-        let (_, id) = read(&path, Access::Write).expect("read");
-        // Replaced by another file since (a new inode at the same path).
-        let other = dir.path().join("other");
-        std::fs::write(&other, "new").expect("write");
-        std::fs::rename(&other, &path).expect("rename");
-        assert!(quarantine(&path, id.expect("identified"), 42).is_err());
-        assert_eq!(std::fs::read(&path).expect("read"), b"new");
     }
 }

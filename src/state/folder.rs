@@ -92,13 +92,6 @@ pub fn create_private(path: &Path) -> io::Result<Folder> {
     open_private(path)
 }
 
-/// Creates `dir` (and missing parents) with mode 0700 if it does not exist,
-/// and checks what is there as [`open_private`] does: a link, or a
-/// folder another user owns or can write to, is an error.
-pub fn ensure_private(dir: &Path) -> io::Result<()> {
-    create_private(dir).map(drop)
-}
-
 /// Why [`open_private`] refused a folder: a whole sentence naming it,
 /// what it is and the fix, to be shown as it is.
 #[derive(Debug)]
@@ -196,7 +189,7 @@ mod tests {
     fn private_dirs_are_created_0700() {
         let dir = tempfile::tempdir().expect("tempdir");
         let nested = dir.path().join("a/b");
-        ensure_private(&nested).expect("create");
+        create_private(&nested).expect("create");
         assert_eq!(
             std::fs::metadata(&nested).expect("meta").mode() & 0o777,
             0o700

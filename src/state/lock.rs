@@ -6,7 +6,7 @@
 //! inode. (Two sweeps with different state files still meet on the lease
 //! directory's own lock, [`crate::lease_dir::sweep_lock`].)
 
-use super::folder::{is_untrusted, open_private};
+use super::folder::is_untrusted;
 use crate::exit::{ExitCode, Fatal};
 use crate::fsio::{self, Folder};
 use crate::stat::FileKind;
@@ -14,7 +14,7 @@ use crate::sys;
 use crate::sys::fs::TryLock;
 use std::fs::File;
 use std::io::{self, Read, Seek, Write};
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -40,29 +40,44 @@ pub fn lock_path(state_file: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// Takes the lock of `state_file` for a command; busy is exit 75 and any
-/// other failure exit 74, each with a message naming the lock file.
-pub fn acquire_for(state_file: &Path) -> anyhow::Result<StateLock> {
+/// Takes the lock of `state_file` in its opened state folder `folder` for
+/// a command; busy is exit 75 and any other failure exit 74, each with a
+/// message naming the lock file.
+pub fn acquire_for(folder: &Folder, state_file: &Path) -> anyhow::Result<StateLock> {
     let path = lock_path(state_file);
-    acquire(&path).map_err(|error| match error {
-        StateLockError::Busy { holder } => Fatal::error(
-            ExitCode::TempFail,
-            format!(
-                "another rch-sweep{} holds {}; try again when it is done",
-                holder
-                    .map(|pid| format!(" (pid {pid})"))
-                    .unwrap_or_default(),
-                path.display()
+    let name = fsio::file_name(&path).map_err(StateLockError::Io);
+    name.and_then(|name| acquire_in(folder, name))
+        .map_err(|error| match error {
+            StateLockError::Busy { holder } => Fatal::error(
+                ExitCode::TempFail,
+                format!(
+                    "another rch-sweep{} holds {}; try again when it is done",
+                    holder
+                        .map(|pid| format!(" (pid {pid})"))
+                        .unwrap_or_default(),
+                    path.display()
+                ),
             ),
-        ),
-        StateLockError::Io(error) if is_untrusted(&error) => {
-            Fatal::error(ExitCode::Io, error.to_string())
-        }
-        StateLockError::Io(error) => Fatal::error(
-            ExitCode::Io,
-            format!("cannot lock {}: {error}", path.display()),
-        ),
-    })
+            StateLockError::Io(error) if is_untrusted(&error) => {
+                Fatal::error(ExitCode::Io, error.to_string())
+            }
+            StateLockError::Io(error) => Fatal::error(
+                ExitCode::Io,
+                format!("cannot lock {}: {error}", path.display()),
+            ),
+        })
+}
+
+/// Who holds the lock `file` (opened, not taken) as `/proc/locks` shows
+/// it, for a lock file that names no PID (its holder wrote none): looked
+/// up through the descriptor, by the device `/proc/locks` uses.
+fn holder_in_proc_locks(file: &File) -> Option<u32> {
+    let opened = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
+    let own = std::process::id();
+    crate::proc_locks::holders(&opened, true)
+        .ok()?
+        .into_iter()
+        .find(|pid| *pid != own)
 }
 
 fn not_ours(what: &str) -> StateLockError {
@@ -71,17 +86,12 @@ fn not_ours(what: &str) -> StateLockError {
     )))
 }
 
-/// Takes the lock without waiting and writes our PID into it. The lock's
-/// folder is the private state folder: opened without following a link and
-/// checked on its descriptor ([`open_private`]), and the lock is opened
-/// relative to that descriptor, so it is never created in a folder someone
-/// else made or swapped in.
-pub fn acquire(path: &Path) -> Result<StateLock, StateLockError> {
-    let folder = open_private(fsio::parent_dir(path)).map_err(StateLockError::Io)?;
-    acquire_in(&folder, fsio::file_name(path).map_err(StateLockError::Io)?)
-}
-
-/// Takes the lock `name` in `folder` without waiting.
+/// Takes the lock `name` in `folder` without waiting and writes our PID
+/// into it. The folder is the private state folder, opened once by the
+/// command and checked on its descriptor
+/// ([`super::folder::open_private`]), and the lock is opened relative to
+/// that descriptor, so it is never created in a folder someone else made
+/// or swapped in.
 pub fn acquire_in(folder: &Folder, name: &std::ffi::OsStr) -> Result<StateLock, StateLockError> {
     // O_NOFOLLOW: a link is refused, never followed; O_NONBLOCK: a FIFO
     // cannot hang the open. What was opened is checked before a byte is
@@ -112,7 +122,8 @@ pub fn acquire_in(folder: &Folder, name: &std::ffi::OsStr) -> Result<StateLock, 
             let holder = file
                 .read_to_string(&mut text)
                 .ok()
-                .and_then(|_| text.trim().parse().ok());
+                .and_then(|_| text.trim().parse().ok())
+                .or_else(|| holder_in_proc_locks(&file));
             return Err(StateLockError::Busy { holder });
         }
     }
@@ -126,21 +137,26 @@ pub fn acquire_in(folder: &Folder, name: &std::ffi::OsStr) -> Result<StateLock, 
 mod tests {
     use super::*;
 
+    /// The lock at `path`, its folder opened as a command opens it.
+    fn acquire(path: &Path) -> Result<StateLock, StateLockError> {
+        let folder = super::super::folder::open_private(fsio::parent_dir(path))
+            .map_err(StateLockError::Io)?;
+        acquire_in(&folder, fsio::file_name(path).map_err(StateLockError::Io)?)
+    }
+
     #[test]
     fn a_held_lock_is_seen_without_taking_it() {
         use crate::proc_locks;
-        use std::os::unix::fs::MetadataExt;
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("backoff.json.lock");
         let held = acquire(&path).expect("lock");
-        let meta = std::fs::metadata(&path).expect("meta");
         assert_eq!(
-            proc_locks::holders(meta.dev(), meta.ino()).expect("/proc/locks"),
+            proc_locks::holders(&path, false).expect("/proc/locks"),
             [std::process::id()]
         );
         drop(held);
         assert!(
-            proc_locks::holders(meta.dev(), meta.ino())
+            proc_locks::holders(&path, false)
                 .expect("/proc/locks")
                 .is_empty()
         );

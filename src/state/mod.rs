@@ -10,7 +10,10 @@
 //! - [`folder`]: that folder, opened without following a link and trusted
 //!   only as checked on the descriptor every write goes through;
 //! - [`lock`]: the state lock (`<state file>.lock`), which keeps two
-//!   sweeps from writing one state.
+//!   sweeps from writing one state;
+//! - [`store`]: the state as its writers hold it: the folder opened once,
+//!   and the lock, the read, the quarantine and the save all through that
+//!   one descriptor.
 //!
 //! The file's API is used as `state::load`, `state::save` and so on.
 
@@ -18,8 +21,10 @@ pub mod backoff;
 pub mod file;
 pub mod folder;
 pub mod lock;
+pub mod store;
 
 pub use file::{
     Access, Decode, Loaded, MAX_STATE_BYTES, StateFound, check_path, decode, load, load_existing,
-    load_for_plan, load_for_run, quarantine, read, save,
+    load_for_plan, read,
 };
+pub use store::Store;

@@ -1,8 +1,9 @@
 //! Files and folders by descriptor: opened, looked at, renamed and removed
 //! relative to an open folder (`openat`, `fstatat`, `renameat`,
-//! `unlinkat`), access as the kernel judges it (`faccessat`), the file
-//! system's room (`statvfs`), the `flock` that keeps two runs apart, and a
-//! folder listed by its descriptor (`fdopendir`, `readdir`).
+//! `unlinkat`), access as the kernel judges it (`faccessat`), a file's
+//! mount (`statx`), the file system's room and flags (`statvfs`,
+//! `fstatvfs`), the `flock` that keeps two runs apart, and a folder listed
+//! by its descriptor (`fdopendir`, `readdir`).
 //!
 //! Names inside a folder come as `&CStr` (the caller decides what a name
 //! with a NUL byte means); whole paths as `&Path`, converted here.
@@ -38,6 +39,14 @@ pub fn access(path: &Path, mode: libc::c_int) -> io::Result<()> {
     // SAFETY: `c_path` is a valid NUL-terminated string for the duration
     // of the call, which only reads it.
     check(unsafe { libc::faccessat(libc::AT_FDCWD, c_path.as_ptr(), mode, libc::AT_EACCESS) })
+}
+
+/// `faccessat(dir, name, mode, AT_EACCESS)`: [`access`] of `name` relative
+/// to the open folder `dir` (`c"."` for the folder itself).
+pub fn access_at(dir: BorrowedFd<'_>, name: &CStr, mode: libc::c_int) -> io::Result<()> {
+    // SAFETY: the descriptor is open for the borrow and `name` is a valid
+    // NUL-terminated string; the call only reads them.
+    check(unsafe { libc::faccessat(dir.as_raw_fd(), name.as_ptr(), mode, libc::AT_EACCESS) })
 }
 
 /// `openat(dir, name, flags | O_CLOEXEC, mode)`: `name` opened relative to
@@ -120,6 +129,37 @@ pub fn statvfs(path: &Path) -> io::Result<libc::statvfs> {
     check(unsafe { libc::statvfs(c_path.as_ptr(), stat.as_mut_ptr()) })?;
     // SAFETY: statvfs returned 0, so it filled `stat`.
     Ok(unsafe { stat.assume_init() })
+}
+
+/// `fstatvfs(fd)`: the file system the open descriptor `fd` lies on.
+pub fn fstatvfs(fd: BorrowedFd<'_>) -> io::Result<libc::statvfs> {
+    let mut stat = std::mem::MaybeUninit::<libc::statvfs>::uninit();
+    // SAFETY: the descriptor is open for the borrow and `stat` is valid for
+    // writes of one statvfs, only read when the call succeeded.
+    check(unsafe { libc::fstatvfs(fd.as_raw_fd(), stat.as_mut_ptr()) })?;
+    // SAFETY: fstatvfs returned 0, so it filled `stat`.
+    Ok(unsafe { stat.assume_init() })
+}
+
+/// `statx(AT_FDCWD, path, flags, mask)`. Fields the kernel did not fill
+/// (not in `stx_mask`) are 0, never undefined: the buffer is zeroed first.
+pub fn statx(path: &Path, flags: libc::c_int, mask: libc::c_uint) -> io::Result<libc::statx> {
+    let c_path = c_path(path)?;
+    let mut buffer = std::mem::MaybeUninit::<libc::statx>::zeroed();
+    // SAFETY: `c_path` is a valid NUL-terminated string and `buffer` is
+    // valid for writes of one statx; both outlive the call.
+    check(unsafe {
+        libc::statx(
+            libc::AT_FDCWD,
+            c_path.as_ptr(),
+            flags,
+            mask,
+            buffer.as_mut_ptr(),
+        )
+    })?;
+    // SAFETY: statx returned 0, so it filled the buffer (zeroed before, so a
+    // field it did not fill is 0: all zeroes is a valid statx).
+    Ok(unsafe { buffer.assume_init() })
 }
 
 /// `mkfifo(path, mode)`: a named pipe (for tests that put one where a file

@@ -13,15 +13,16 @@
 //!
 //! The rooms, by what they hold:
 //! - [`fs`]: files and folders by descriptor (`openat`, `fstatat`,
-//!   `renameat`, `unlinkat`, `faccessat`, `statvfs`, `flock`, a directory
-//!   listed by descriptor);
+//!   `renameat`, `unlinkat`, `faccessat`, `statx`, `statvfs`, `fstatvfs`,
+//!   `flock`, a directory listed by descriptor);
 //! - [`fd`]: descriptor flags and readiness (close-on-exec, `poll`);
 //! - [`process`]: this process and its children (`getrlimit`, `kill` of a
 //!   process group, `pidfd_open`, `waitid` without reaping);
 //! - [`user`]: the effective uid and the password database;
 //! - [`signal`]: dispositions and masks (the stop-signal recorder, SIGCHLD
 //!   reset, blocking);
-//! - [`socket`]: a Unix-socket connect bounded by `SO_SNDTIMEO`;
+//! - [`socket`]: a Unix-socket connect bounded by `SO_SNDTIMEO`, and the
+//!   listener's uid (`SO_PEERCRED`);
 //! - [`env`](mod@env): the environment changed while only one thread exists;
 //! - [`prechild`]: what runs in a forked child before `execve`.
 //!

@@ -1,8 +1,8 @@
 //! Unix-domain sockets where std falls short: a connect bounded by a
-//! timeout.
+//! timeout, and who listens at the other end (`SO_PEERCRED`).
 
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
@@ -76,4 +76,29 @@ pub fn connect_unix(path: &Path, timeout: Duration) -> io::Result<UnixStream> {
             return Err(error);
         }
     }
+}
+
+/// The uid of the process at the other end of the connected Unix socket
+/// `fd`, as the kernel recorded it when that process listened or connected
+/// (`SO_PEERCRED`). (std's `UnixStream::peer_cred` is not stable.)
+pub fn peer_uid(fd: BorrowedFd<'_>) -> io::Result<u32> {
+    // SAFETY: ucred is plain old data; all zeroes is a valid value.
+    let mut credentials: libc::ucred = unsafe { std::mem::zeroed() };
+    let mut length = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: the descriptor is open for the borrow; `credentials` is a
+    // valid ucred that outlives the call, and `length` holds its size,
+    // which the kernel writes no further than.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut credentials as *mut libc::ucred).cast(),
+            &mut length,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(credentials.uid)
 }

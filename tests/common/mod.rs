@@ -324,7 +324,8 @@ pub struct FakeRch<'a> {
     /// `--version`: its exit status is the last command's; by default it
     /// prints a version line.
     pub version: Option<&'a str>,
-    /// `jobs recover <WRAPPER_ID> --timeout-secs <N>`, with `$leases` set.
+    /// `jobs recover <WRAPPER_ID> --timeout-secs <N>`, with `$leases` set
+    /// (`jobs recover --help` prints a usage line and exits 0, as rch 2.1).
     pub recover: &'a str,
     /// Knows `daemon status` and asks the daemon before a recovery, as
     /// rch 2.1.24 does ([`World::daemon_rch`]); without, an older rch.
@@ -369,9 +370,20 @@ pub struct FakeDaemon {
 impl FakeDaemon {
     /// Starts it at `socket` and returns once it accepts connections.
     pub fn start(socket: &Path, reply: Reply) -> FakeDaemon {
+        FakeDaemon::launch(socket, reply, &mut Command::new("python3"))
+    }
+
+    /// Started as `nobody` (needs root): another user's listener, as one
+    /// planted at a shared path. The socket's folder must let `nobody` in
+    /// and write there (the socket and its request log).
+    pub fn start_as_nobody(socket: &Path, reply: Reply) -> FakeDaemon {
+        FakeDaemon::launch(socket, reply, as_nobody(&mut Command::new("python3")))
+    }
+
+    fn launch(socket: &Path, reply: Reply, python: &mut Command) -> FakeDaemon {
         use std::io::BufRead;
         let log = socket.with_extension("requests");
-        let mut child = Command::new("python3")
+        let mut child = python
             .arg(FAKE_RCHD)
             .arg("--socket")
             .arg(socket)
@@ -396,10 +408,11 @@ impl FakeDaemon {
         }
     }
 
-    /// The health requests it was sent.
+    /// The health requests it was sent (a connection that sent nothing
+    /// logs an empty line: no request).
     pub fn requests(&self) -> usize {
         std::fs::read_to_string(&self.log)
-            .map(|text| text.lines().count())
+            .map(|text| text.lines().filter(|line| !line.is_empty()).count())
             .unwrap_or(0)
     }
 
@@ -582,6 +595,8 @@ impl World {
                 "{first}\n\
                  if [ \"$*\" = --version ]; then\n{version}\nexit\nfi\n\
                  if [ \"$*\" = '--json --format json daemon status' ]; then\n{daemon_status}\nfi\n\
+                 if [ \"$*\" = 'jobs recover --help' ]; then\n\
+                 echo 'Usage: rch jobs recover [OPTIONS] <WRAPPER_ID>'\nexit 0\nfi\n\
                  if [ \"$1 $2\" != 'jobs recover' ]; then\n\
                  echo \"rch: usage: rch jobs recover <WRAPPER_ID> --timeout-secs <N> (fake; got: $*)\" >&2\nexit 2\nfi\n\
                  {RCH_LEASE_DIR_SH}\n{ask_daemon}\n{recover}",

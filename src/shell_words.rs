@@ -1,0 +1,451 @@
+//! A crontab line's command read as `/bin/sh` reads a simple command, and
+//! nothing more.
+//!
+//! `doctor --as cron` checks a line with the options the line really gives,
+//! in the environment the line really has. cron hands the command to
+//! `/bin/sh -c`, so the words rch-sweep receives are the shell's: quotes
+//! removed, backslashes taken, `$NAME` and `${NAME}` expanded (and, outside
+//! double quotes, split at blanks), a leading `~` made the home folder,
+//! `NAME=value` words before the command set for it alone. Anything more
+//! (a pipe, a list, a redirection, a command substitution, a glob, a
+//! parameter expansion with an operator) would make the words depend on
+//! what the shell does at run time, so [`split`] refuses it, naming it,
+//! rather than guess: doctor lists such a line and says it cannot follow
+//! it. A function over plain text and an environment: no shell runs.
+
+/// A simple command: its variable assignments and its words, as the shell
+/// would hand them to `execve`.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct SimpleCommand {
+    /// `NAME=value` words before the command, in order, values expanded.
+    pub assignments: Vec<(String, String)>,
+    /// The program and its arguments.
+    pub words: Vec<String>,
+}
+
+/// Splits `command` as `/bin/sh` would, `$NAME` expanded from `env` (an
+/// unset variable is empty). `Err` names what doctor cannot follow.
+pub fn split(command: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<SimpleCommand, String> {
+    let mut reader = Reader {
+        chars: command.chars().collect(),
+        at: 0,
+        env,
+    };
+    let mut out = SimpleCommand::default();
+    loop {
+        reader.skip_blanks();
+        match reader.peek() {
+            None => break,
+            // A word that begins with `#` begins a comment.
+            Some('#') => break,
+            Some(_) => {}
+        }
+        if out.words.is_empty()
+            && let Some(name) = reader.assignment_name()
+        {
+            let value = reader.word(WordKind::Assignment)?;
+            out.assignments.push((name, value.into_iter().collect()));
+            continue;
+        }
+        out.words.extend(reader.word(WordKind::Command)?);
+    }
+    Ok(out)
+}
+
+/// Whether a word is an assignment's value (expanded, never split, `~`
+/// after `=` and `:`) or a command word (split where unquoted).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum WordKind {
+    Assignment,
+    Command,
+}
+
+struct Reader<'a> {
+    chars: Vec<char>,
+    at: usize,
+    env: &'a dyn Fn(&str) -> Option<String>,
+}
+
+/// Fields being built from one shell word: unquoted expansions may split it.
+#[derive(Default)]
+struct Fields {
+    done: Vec<String>,
+    current: String,
+    /// Whether `current` is a field even if empty (`""` is one).
+    started: bool,
+}
+
+impl Fields {
+    fn push(&mut self, c: char) {
+        self.current.push(c);
+        self.started = true;
+    }
+
+    fn push_str(&mut self, text: &str) {
+        self.current.push_str(text);
+        self.started = true;
+    }
+
+    /// An unquoted expansion: split at the default IFS's blanks.
+    fn push_split(&mut self, text: &str) {
+        for c in text.chars() {
+            if matches!(c, ' ' | '\t' | '\n') {
+                self.end_field();
+            } else {
+                self.push(c);
+            }
+        }
+    }
+
+    fn end_field(&mut self) {
+        if self.started {
+            self.done.push(std::mem::take(&mut self.current));
+        }
+        self.started = false;
+    }
+
+    fn finish(mut self) -> Vec<String> {
+        self.end_field();
+        self.done
+    }
+}
+
+fn is_name_start(c: char) -> bool {
+    c == '_' || c.is_ascii_alphabetic()
+}
+
+fn is_name(c: char) -> bool {
+    c == '_' || c.is_ascii_alphanumeric()
+}
+
+/// What a character outside quotes means to the shell, when it is more
+/// than a character of the word.
+fn operator(c: char) -> Option<&'static str> {
+    Some(match c {
+        '|' => "a pipe (|)",
+        ';' => "a command list (;)",
+        '&' => "a background job or && (&)",
+        '<' | '>' => "a redirection (< or >)",
+        '(' | ')' => "a subshell or function (parentheses)",
+        '`' => "a command substitution (a backquote)",
+        '*' | '?' | '[' => "a file name pattern (*, ? or [)",
+        '\n' => "a second line",
+        _ => return None,
+    })
+}
+
+impl Reader<'_> {
+    fn peek(&self) -> Option<char> {
+        self.chars.get(self.at).copied()
+    }
+
+    fn peek_at(&self, offset: usize) -> Option<char> {
+        self.chars.get(self.at + offset).copied()
+    }
+
+    fn skip_blanks(&mut self) {
+        while matches!(self.peek(), Some(' ' | '\t')) {
+            self.at += 1;
+        }
+    }
+
+    /// At an unquoted `NAME=`: the name, and the reader moved past `=`.
+    fn assignment_name(&mut self) -> Option<String> {
+        self.peek().filter(|c| is_name_start(*c))?;
+        let mut end = self.at + 1;
+        while self.chars.get(end).is_some_and(|c| is_name(*c)) {
+            end += 1;
+        }
+        if self.chars.get(end) != Some(&'=') {
+            return None;
+        }
+        let name: String = self.chars[self.at..end].iter().collect();
+        self.at = end + 1;
+        Some(name)
+    }
+
+    fn home(&self) -> Result<String, String> {
+        (self.env)("HOME").ok_or_else(|| "a ~ with no HOME set".to_owned())
+    }
+
+    /// A `~` that begins a word (or, in an assignment, its value or a part
+    /// after `:`): the home folder when it stands alone or before `/`.
+    fn tilde(&mut self, fields: &mut Fields, mode: WordKind) -> Result<(), String> {
+        let ends = |c: Option<char>| match c {
+            None | Some(' ' | '\t' | '/') => true,
+            Some(':') => mode == WordKind::Assignment,
+            _ => false,
+        };
+        if ends(self.peek_at(1)) {
+            self.at += 1;
+            fields.push_str(&self.home()?);
+            Ok(())
+        } else {
+            Err("another user's home (~user)".to_owned())
+        }
+    }
+
+    /// One shell word from here, as its fields.
+    fn word(&mut self, mode: WordKind) -> Result<Vec<String>, String> {
+        let mut fields = Fields::default();
+        if mode == WordKind::Assignment {
+            fields.started = true;
+        }
+        let mut word_start = true;
+        while let Some(c) = self.peek() {
+            if matches!(c, ' ' | '\t') {
+                break;
+            }
+            if c == '~' && word_start {
+                self.tilde(&mut fields, mode)?;
+                word_start = false;
+                continue;
+            }
+            word_start = mode == WordKind::Assignment && c == ':';
+            match c {
+                '\'' => {
+                    self.at += 1;
+                    let end = (self.at..self.chars.len())
+                        .find(|&i| self.chars[i] == '\'')
+                        .ok_or("an unterminated single quote")?;
+                    let text: String = self.chars[self.at..end].iter().collect();
+                    fields.push_str(&text);
+                    self.at = end + 1;
+                }
+                '"' => {
+                    self.at += 1;
+                    self.double_quoted(&mut fields)?;
+                }
+                '\\' => {
+                    self.at += 1;
+                    // A trailing backslash: the shell reads on, and there
+                    // is nothing more.
+                    if let Some(next) = self.peek() {
+                        fields.push(next);
+                        self.at += 1;
+                    }
+                }
+                '$' => {
+                    self.at += 1;
+                    match self.expansion()? {
+                        Some(value) if mode == WordKind::Command => {
+                            if value.chars().any(|c| matches!(c, '*' | '?' | '[')) {
+                                return Err(
+                                    "an unquoted variable whose value holds a pattern (*, ? or [)"
+                                        .to_owned(),
+                                );
+                            }
+                            fields.push_split(&value);
+                        }
+                        Some(value) => fields.push_str(&value),
+                        None => fields.push('$'),
+                    }
+                }
+                _ => {
+                    if let Some(what) = operator(c) {
+                        return Err(what.to_owned());
+                    }
+                    fields.push(c);
+                    self.at += 1;
+                }
+            }
+        }
+        Ok(fields.finish())
+    }
+
+    /// Inside double quotes, after the opening one: up to the closing one.
+    fn double_quoted(&mut self, fields: &mut Fields) -> Result<(), String> {
+        fields.started = true;
+        loop {
+            let Some(c) = self.peek() else {
+                return Err("an unterminated double quote".to_owned());
+            };
+            self.at += 1;
+            match c {
+                '"' => return Ok(()),
+                '\\' => match self.peek() {
+                    Some(next @ ('$' | '`' | '"' | '\\')) => {
+                        fields.push(next);
+                        self.at += 1;
+                    }
+                    _ => fields.push('\\'),
+                },
+                '`' => return Err("a command substitution (a backquote)".to_owned()),
+                '$' => match self.expansion()? {
+                    Some(value) => fields.push_str(&value),
+                    None => fields.push('$'),
+                },
+                _ => fields.push(c),
+            }
+        }
+    }
+
+    /// After a `$`: the value of `$NAME` or `${NAME}` (empty when unset);
+    /// `None` for a `$` the shell takes literally; `Err` for any other
+    /// expansion.
+    fn expansion(&mut self) -> Result<Option<String>, String> {
+        let value = |name: &str| (self.env)(name).unwrap_or_default();
+        match self.peek() {
+            Some('{') => {
+                let close = (self.at..self.chars.len())
+                    .find(|&i| self.chars[i] == '}')
+                    .ok_or("an unterminated ${")?;
+                let name: String = self.chars[self.at + 1..close].iter().collect();
+                let simple =
+                    name.chars().next().is_some_and(is_name_start) && name.chars().all(is_name);
+                if !simple {
+                    return Err(format!(
+                        "a parameter expansion other than $NAME or ${{NAME}} (${{{name}}})"
+                    ));
+                }
+                self.at = close + 1;
+                Ok(Some(value(&name)))
+            }
+            Some(c) if is_name_start(c) => {
+                let start = self.at;
+                while self.peek().is_some_and(is_name) {
+                    self.at += 1;
+                }
+                let name: String = self.chars[start..self.at].iter().collect();
+                Ok(Some(value(&name)))
+            }
+            Some('(') => Err("a command substitution ($( ... ))".to_owned()),
+            Some(c) if c.is_ascii_digit() || "@*#?-$!".contains(c) => {
+                Err(format!("a special parameter (${c})"))
+            }
+            _ => Ok(None),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(name: &str) -> Option<String> {
+        match name {
+            "HOME" => Some("/home/alice".into()),
+            "DIR" => Some("/srv/leases dir".into()),
+            "FLAGS" => Some("--quiet  --json".into()),
+            "GLOB" => Some("/x/*".into()),
+            _ => None,
+        }
+    }
+
+    fn words(command: &str) -> Vec<String> {
+        let split = split(command, &env).expect(command);
+        assert!(split.assignments.is_empty(), "{command}");
+        split.words
+    }
+
+    fn refused(command: &str) -> String {
+        split(command, &env).expect_err(command)
+    }
+
+    #[test]
+    fn words_quotes_and_backslashes_as_sh_reads_them() {
+        assert_eq!(
+            words("rch-sweep --quiet   --lease-dir\t/x"),
+            ["rch-sweep", "--quiet", "--lease-dir", "/x"]
+        );
+        assert_eq!(
+            words(r#"rch-sweep --lease-dir '/a b' "/c d" e\ f '' "" g"h"'i'"#),
+            [
+                "rch-sweep",
+                "--lease-dir",
+                "/a b",
+                "/c d",
+                "e f",
+                "",
+                "",
+                "ghi"
+            ]
+        );
+        // Inside double quotes a backslash escapes only $ ` " \.
+        assert_eq!(words(r#""a\$b\"c\\d\e""#), [r#"a$b"c\d\e"#]);
+        // Single quotes keep everything.
+        assert_eq!(words(r#"'$HOME \ "'"#), [r#"$HOME \ ""#]);
+        // A word that begins with # begins a comment; inside a word it does not.
+        assert_eq!(words("rch-sweep a#b # the sweep"), ["rch-sweep", "a#b"]);
+        assert_eq!(words(""), Vec::<String>::new());
+    }
+
+    #[test]
+    fn variables_expand_from_the_lines_environment() {
+        assert_eq!(
+            words("$HOME/.cargo/bin/rch-sweep --lease-dir ${HOME}/l"),
+            [
+                "/home/alice/.cargo/bin/rch-sweep",
+                "--lease-dir",
+                "/home/alice/l"
+            ]
+        );
+        // Unquoted: split at blanks; quoted: one word; unset: nothing.
+        assert_eq!(words("a $DIR"), ["a", "/srv/leases", "dir"]);
+        assert_eq!(words(r#"a "$DIR""#), ["a", "/srv/leases dir"]);
+        assert_eq!(words("a $FLAGS"), ["a", "--quiet", "--json"]);
+        assert_eq!(words("a $UNSET b"), ["a", "b"]);
+        assert_eq!(words(r#"a "$UNSET" b"#), ["a", "", "b"]);
+        // A $ the shell takes literally.
+        assert_eq!(words("a $ b$ c$/"), ["a", "$", "b$", "c$/"]);
+        // ~ at the start of a word, alone or before /.
+        assert_eq!(
+            words("~/bin/rch-sweep ~ a~ '~'"),
+            ["/home/alice/bin/rch-sweep", "/home/alice", "a~", "~"]
+        );
+    }
+
+    #[test]
+    fn assignments_before_the_command_are_its_own() {
+        let split = split(
+            "XDG_RUNTIME_DIR=/run/user/1000 A=\"x y\" B=~/b:~/c rch-sweep C=d",
+            &env,
+        )
+        .expect("split");
+        assert_eq!(
+            split.assignments,
+            [
+                ("XDG_RUNTIME_DIR".to_owned(), "/run/user/1000".to_owned()),
+                ("A".to_owned(), "x y".to_owned()),
+                ("B".to_owned(), "/home/alice/b:/home/alice/c".to_owned()),
+            ]
+        );
+        // After the command word, NAME=value is an argument.
+        assert_eq!(split.words, ["rch-sweep", "C=d"]);
+        // An assignment's value is not split, and may be empty.
+        let split = super::split("A=$DIR B= rch-sweep", &env).expect("split");
+        assert_eq!(split.assignments[0].1, "/srv/leases dir");
+        assert_eq!(split.assignments[1].1, "");
+    }
+
+    #[test]
+    fn anything_more_than_a_simple_command_is_refused_by_name() {
+        for (command, what) in [
+            ("rch-sweep | logger", "a pipe"),
+            ("rch-sweep;true", "a command list"),
+            ("rch-sweep && true", "&&"),
+            ("rch-sweep >/dev/null 2>&1", "a redirection"),
+            ("rch-sweep < x", "a redirection"),
+            ("rch-sweep --lease-dir $(cat f)", "command substitution"),
+            ("rch-sweep --lease-dir \"$(cat f)\"", "command substitution"),
+            ("rch-sweep `date`", "backquote"),
+            ("rch-sweep \"`date`\"", "backquote"),
+            ("(rch-sweep)", "subshell"),
+            ("rch-sweep /x/*", "pattern"),
+            ("rch-sweep $GLOB", "pattern"),
+            ("rch-sweep ${HOME:-/root}", "${HOME:-/root}"),
+            ("rch-sweep $1", "special parameter"),
+            ("rch-sweep ~bob/x", "~user"),
+            ("rch-sweep 'open", "unterminated single quote"),
+            ("rch-sweep \"open", "unterminated double quote"),
+        ] {
+            let why = refused(command);
+            assert!(why.contains(what), "{command}: {why}");
+        }
+        // Quoted, they are characters.
+        assert_eq!(
+            words("rch-sweep '|;&<>()*' \"|;&<>*\" \\|"),
+            ["rch-sweep", "|;&<>()*", "|;&<>*", "|"]
+        );
+    }
+}

@@ -1,0 +1,366 @@
+//! A service unit as systemd will start it: its file and drop-ins merged,
+//! the environment its process gets, the options of its `ExecStart=`.
+//!
+//! `doctor --as user-timer|system-timer` checks what the unit really gives
+//! a sweep, so that a drop-in an operator added (`systemctl edit`) is what
+//! it sees. Where a manager runs, it is asked ([`show`]); elsewhere the
+//! files are read from systemd's search path ([`search`]) and merged here
+//! as systemd.unit(5) says: the unit file, then every drop-in in file-name
+//! order; an empty `Environment=` (or `EnvironmentFile=`, `ExecStart=`)
+//! resets the list. The process's environment is systemd's own variables
+//! (`HOME`, `USER`, `LOGNAME`, `SHELL`), the manager's (`PATH`, for the
+//! user manager `XDG_RUNTIME_DIR`), then `Environment=`, then
+//! `EnvironmentFile=` (which wins over `Environment=`), less
+//! `UnsetEnvironment=`. Plain functions over text; reading files and
+//! running `systemctl` happen elsewhere.
+
+pub mod search;
+pub mod show;
+pub mod syntax;
+
+use crate::vars::{self, Vars};
+pub use syntax::Specifiers;
+
+/// systemd's `PATH` for what it starts when its manager sets none (the
+/// default of a manager built for a split `/usr`, as Debian's 252 is; on a
+/// merged `/usr` the last two are the same folders again).
+pub const MANAGER_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/// One command of `ExecStart=`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExecCommand {
+    /// The program as written (a bare name is looked up by systemd).
+    pub program: String,
+    /// Its arguments after `argv[0]`, specifiers resolved, `$VAR` not yet.
+    pub args: Vec<String>,
+    /// False with the `:` prefix: no `$VAR` expansion.
+    pub expand: bool,
+}
+
+impl ExecCommand {
+    /// From the words of an `ExecStart=` value: the prefixes (`@`, `-`,
+    /// `:`, `+`, `!`) taken off the first; with `@`, the second word is
+    /// `argv[0]`.
+    pub fn from_words(words: &[String]) -> Option<ExecCommand> {
+        let (first, rest) = words.split_first()?;
+        let bare = first.trim_start_matches(['@', '-', ':', '+', '!']);
+        let prefixes = &first[..first.len() - bare.len()];
+        let args = if prefixes.contains('@') {
+            rest.get(1..).unwrap_or_default()
+        } else {
+            rest
+        };
+        Some(ExecCommand {
+            program: bare.to_owned(),
+            args: args.to_vec(),
+            expand: !prefixes.contains(':'),
+        })
+    }
+
+    /// Whether it runs rch-sweep (its file name).
+    pub fn is_sweep(&self) -> bool {
+        self.program.rsplit('/').next() == Some("rch-sweep")
+    }
+}
+
+/// What a unit's `[Service]` settings come to once every file is merged.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Service {
+    /// `Environment=` assignments (`NAME=value`), in order.
+    pub environment: Vec<(String, String)>,
+    /// `EnvironmentFile=` paths, and whether each may be missing (`-`).
+    pub environment_files: Vec<(String, bool)>,
+    pub exec_start: Vec<ExecCommand>,
+    /// `WorkingDirectory=` as set (`~` and a leading `-` kept).
+    pub working_directory: Option<String>,
+    /// `User=`, resolved.
+    pub user: Option<String>,
+    /// `UnsetEnvironment=` entries (`NAME` or `NAME=value`).
+    pub unset_environment: Vec<String>,
+    /// What systemd would ignore or doctor cannot resolve, each with its file.
+    pub problems: Vec<String>,
+}
+
+/// The files of a unit, merged in the order given (the unit file first,
+/// then the drop-ins in the order [`search::find`] gives), each
+/// `(where it is, its text)`.
+pub fn merge(files: &[(String, String)], specifiers: &Specifiers) -> Service {
+    let mut service = Service::default();
+    for (source, text) in files {
+        for (key, value) in syntax::service_assignments(text) {
+            if let Err(why) = apply(&mut service, &key, &value, specifiers) {
+                service
+                    .problems
+                    .push(format!("{source}: {key}={value}: {why}"));
+            }
+        }
+    }
+    service
+}
+
+/// One assignment of a `[Service]` section.
+fn apply(service: &mut Service, key: &str, value: &str, spec: &Specifiers) -> Result<(), String> {
+    match key {
+        "Environment" if value.is_empty() => service.environment.clear(),
+        "Environment" => {
+            for word in syntax::words(value)? {
+                let word = spec.resolve(&word)?;
+                match word.split_once('=') {
+                    Some((name, value)) if syntax::is_var_name(name) => {
+                        service
+                            .environment
+                            .push((name.to_owned(), value.to_owned()));
+                    }
+                    _ => return Err(format!("{word:?} is no NAME=value assignment")),
+                }
+            }
+        }
+        "EnvironmentFile" if value.is_empty() => service.environment_files.clear(),
+        "EnvironmentFile" => {
+            let (optional, path) = match value.strip_prefix('-') {
+                Some(path) => (true, path),
+                None => (false, value),
+            };
+            let path = spec.resolve(path)?;
+            if !path.starts_with('/') {
+                return Err("not an absolute path".to_owned());
+            }
+            service.environment_files.push((path, optional));
+        }
+        "ExecStart" if value.is_empty() => service.exec_start.clear(),
+        "ExecStart" => {
+            let words = syntax::words(value)?
+                .iter()
+                .map(|word| spec.resolve(word))
+                .collect::<Result<Vec<String>, String>>()?;
+            if let Some(command) = ExecCommand::from_words(&words) {
+                service.exec_start.push(command);
+            }
+        }
+        "WorkingDirectory" if value.is_empty() => service.working_directory = None,
+        "WorkingDirectory" => service.working_directory = Some(spec.resolve(value)?),
+        "User" if value.is_empty() => service.user = None,
+        "User" => service.user = Some(spec.resolve(value)?),
+        "UnsetEnvironment" if value.is_empty() => service.unset_environment.clear(),
+        "UnsetEnvironment" => {
+            for word in syntax::words(value)? {
+                service.unset_environment.push(spec.resolve(&word)?);
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// The environment the service's process gets: `own` (what systemd sets
+/// from the account: `HOME`, `USER`, `LOGNAME`, `SHELL`), the manager's
+/// `manager` (where `own` has not set the name), the unit's
+/// `Environment=`, then its environment files' variables `files` (in
+/// order), less `UnsetEnvironment=`.
+pub fn exec_environment(own: &Vars, manager: &Vars, service: &Service, files: &[Vars]) -> Vars {
+    let mut env = own.clone();
+    for (name, value) in manager {
+        if vars::get(&env, name).is_none() {
+            vars::set(&mut env, name, value);
+        }
+    }
+    for (name, value) in &service.environment {
+        vars::set(&mut env, name, value);
+    }
+    for file in files {
+        for (name, value) in file {
+            vars::set(&mut env, name, value);
+        }
+    }
+    for entry in &service.unset_environment {
+        match entry.split_once('=') {
+            Some((name, value)) if vars::get(&env, name) == Some(value) => {
+                vars::unset(&mut env, name);
+            }
+            Some(_) => {}
+            None => vars::unset(&mut env, entry),
+        }
+    }
+    env
+}
+
+/// Where the process starts: `WorkingDirectory=` (`~` is the home of the
+/// user it runs as; a leading `-` only says it may be missing), else the
+/// home folder for the user manager and `/` for the system manager.
+pub fn working_directory(service: &Service, home: &str, user_manager: bool) -> String {
+    match service.working_directory.as_deref() {
+        Some(dir) => {
+            let dir = dir.strip_prefix('-').unwrap_or(dir);
+            let dir = dir.strip_prefix('!').unwrap_or(dir);
+            if dir == "~" {
+                home.to_owned()
+            } else {
+                dir.to_owned()
+            }
+        }
+        None if user_manager => home.to_owned(),
+        None => "/".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn specifiers(home: &str, instance: &str) -> Specifiers {
+        Specifiers {
+            home: home.into(),
+            user: "root".into(),
+            uid: 0,
+            instance: instance.into(),
+            unit: format!("rch-sweep@{instance}.service"),
+            runtime: "/run".into(),
+            state: "/var/lib".into(),
+            cache: "/var/cache".into(),
+            logs: "/var/log".into(),
+            config: "/etc".into(),
+        }
+    }
+
+    fn file(source: &str, text: &str) -> (String, String) {
+        (source.to_owned(), text.to_owned())
+    }
+
+    fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+        list.iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn drop_ins_override_and_empty_settings_reset() {
+        let unit = "[Service]\nUser=%i\nWorkingDirectory=~\nExecStart=rch-sweep\n\
+                    Environment=PATH=/usr/local/bin:/usr/bin:/bin\nEnvironment=\"A=x y\" B=%u\n";
+        let first = "[Service]\nEnvironment=XDG_RUNTIME_DIR=/run/user/1001\n\
+                     EnvironmentFile=-/etc/default/rch-sweep-%i\n";
+        let second = "[Service]\nExecStart=\nExecStart=-/opt/bin/rch-sweep --lease-dir %h/l --quiet\n\
+                      Environment=\nEnvironment=C=3\nUnsetEnvironment=X\n";
+        let service = merge(
+            &[
+                file("/usr/lib/systemd/system/rch-sweep@.service", unit),
+                file("/etc/a.conf", first),
+                file("/etc/b.conf", second),
+            ],
+            &specifiers("/root", "alice"),
+        );
+        assert_eq!(service.user.as_deref(), Some("alice"));
+        assert_eq!(service.working_directory.as_deref(), Some("~"));
+        // The empty Environment= dropped the unit's and the first drop-in's.
+        assert_eq!(service.environment, pairs(&[("C", "3")]));
+        assert_eq!(
+            service.environment_files,
+            [("/etc/default/rch-sweep-alice".to_owned(), true)]
+        );
+        assert_eq!(
+            service.exec_start,
+            [ExecCommand {
+                program: "/opt/bin/rch-sweep".into(),
+                args: ["--lease-dir", "/root/l", "--quiet"]
+                    .map(String::from)
+                    .to_vec(),
+                expand: true,
+            }]
+        );
+        assert!(service.exec_start[0].is_sweep());
+        assert!(service.problems.is_empty(), "{:?}", service.problems);
+        // Without the second drop-in, the first adds to the unit's.
+        let service = merge(
+            &[file("u", unit), file("a", first)],
+            &specifiers("/root", "alice"),
+        );
+        assert_eq!(
+            service.environment,
+            pairs(&[
+                ("PATH", "/usr/local/bin:/usr/bin:/bin"),
+                ("A", "x y"),
+                ("B", "root"),
+                ("XDG_RUNTIME_DIR", "/run/user/1001")
+            ])
+        );
+    }
+
+    #[test]
+    fn what_systemd_would_ignore_is_named_with_its_file() {
+        let service = merge(
+            &[file(
+                "/etc/x.conf",
+                "[Service]\nEnvironment=NOT-A-NAME=1\nEnvironment=\"open\nExecStart=rch-sweep %H\n\
+                 EnvironmentFile=relative\n",
+            )],
+            &specifiers("/root", "alice"),
+        );
+        assert_eq!(service.problems.len(), 4, "{:?}", service.problems);
+        assert!(service.problems[0].starts_with("/etc/x.conf: Environment=NOT-A-NAME=1"));
+        assert!(service.problems[2].contains("%H"));
+        assert!(service.exec_start.is_empty());
+    }
+
+    #[test]
+    fn exec_start_prefixes() {
+        let words = |w: &[&str]| w.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        let at = ExecCommand::from_words(&words(&["@/usr/bin/rch-sweep", "sweeper", "--quiet"]))
+            .expect("command");
+        assert_eq!(at.program, "/usr/bin/rch-sweep");
+        assert_eq!(at.args, ["--quiet"]);
+        let colon = ExecCommand::from_words(&words(&["-:rch-sweep", "$X"])).expect("command");
+        assert!(!colon.expand);
+        assert_eq!(colon.args, ["$X"]);
+        assert!(
+            !ExecCommand::from_words(&words(&["/bin/true", "rch-sweep"]))
+                .expect("command")
+                .is_sweep()
+        );
+        assert_eq!(ExecCommand::from_words(&[]), None);
+    }
+
+    #[test]
+    fn the_process_environment_in_systemds_order() {
+        let own = pairs(&[
+            ("HOME", "/home/alice"),
+            ("USER", "alice"),
+            ("LOGNAME", "alice"),
+            ("SHELL", "/bin/bash"),
+        ]);
+        let manager = pairs(&[
+            ("HOME", "/elsewhere"),
+            ("XDG_RUNTIME_DIR", "/run/user/1000"),
+            ("PATH", MANAGER_PATH),
+        ]);
+        let service = Service {
+            environment: pairs(&[("PATH", "/usr/bin"), ("A", "1"), ("B", "2"), ("D", "4")]),
+            unset_environment: vec!["B".into(), "D=5".into(), "SHELL".into()],
+            ..Service::default()
+        };
+        let files = [pairs(&[("A", "from the file")]), pairs(&[("C", "3")])];
+        let env = exec_environment(&own, &manager, &service, &files);
+        assert_eq!(
+            env,
+            pairs(&[
+                ("HOME", "/home/alice"),
+                ("USER", "alice"),
+                ("LOGNAME", "alice"),
+                ("XDG_RUNTIME_DIR", "/run/user/1000"),
+                ("PATH", "/usr/bin"),
+                ("A", "from the file"),
+                ("D", "4"),
+                ("C", "3"),
+            ])
+        );
+    }
+
+    #[test]
+    fn the_working_directory() {
+        let mut service = Service::default();
+        assert_eq!(working_directory(&service, "/home/a", true), "/home/a");
+        assert_eq!(working_directory(&service, "/home/a", false), "/");
+        service.working_directory = Some("~".into());
+        assert_eq!(working_directory(&service, "/home/a", false), "/home/a");
+        service.working_directory = Some("-/srv/x".into());
+        assert_eq!(working_directory(&service, "/home/a", false), "/srv/x");
+    }
+}

@@ -1,0 +1,735 @@
+//! `doctor --as` reads the route's own configuration (issue 35): the
+//! crontab of the user running doctor, through the real `crontab -l`, and
+//! the unit with its drop-ins, from the files systemd itself would read.
+//! So the fix doctor prescribes (a variable line in the crontab, a drop-in)
+//! is what it checks next time, and the options a line or `ExecStart=`
+//! gives are the ones checked.
+//!
+//! Each test makes a throwaway account (`useradd`, removed with its
+//! crontab afterwards) whose home is the test's world, installs its
+//! crontab with the real `crontab`, and runs doctor as that account, so
+//! root's crontab is never touched. Unit files go where systemd looks:
+//! the account's `~/.config/systemd/user`, and for the system template an
+//! instance drop-in under `/etc/systemd/system` (removed afterwards). No
+//! systemd manager is started; where none runs (CI), the files on disk are
+//! what doctor reads, and the test of the manager's path runs only where a
+//! manager answers. They need root (CI runs as root).
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// `useradd` and `userdel` lock the password files; tests of this file
+/// take turns.
+static ACCOUNTS: Mutex<()> = Mutex::new(());
+static NEXT: AtomicUsize = AtomicUsize::new(0);
+
+fn utf8(path: &Path) -> &str {
+    path.to_str().expect("utf8 path")
+}
+
+/// Runs an account tool, retrying while another holds the password
+/// files' lock (exit 10 for useradd, 8 or 10 for userdel).
+fn account_tool(program: &str, args: &[&str]) -> Output {
+    let _turn = ACCOUNTS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut tries = 0;
+    loop {
+        let output = Command::new(program).args(args).output().expect(program);
+        tries += 1;
+        if output.status.success() || tries == 20 || !matches!(output.status.code(), Some(8 | 10)) {
+            return output;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
+}
+
+fn id(flag: &str, name: &str) -> u32 {
+    let output = Command::new("id").args([flag, name]).output().expect("id");
+    stdout(&output).trim().parse().expect("a number from id")
+}
+
+/// A throwaway account whose home is a fresh [`World`]; its crontab and
+/// the account are removed when it is dropped.
+struct TestUser {
+    name: String,
+    uid: u32,
+    gid: u32,
+    world: World,
+}
+
+impl TestUser {
+    /// `None` (having said why) where the test cannot run: not root, or no
+    /// `useradd`/`crontab` outside CI.
+    fn new(test: &str) -> Option<TestUser> {
+        if !root_or_skip(test)
+            || !tool_or_skip("/usr/sbin/useradd", "passwd")
+            || !tool_or_skip("/usr/bin/crontab", "cron")
+        {
+            return None;
+        }
+        let world = World::new();
+        fs::set_permissions(world.dir.path(), fs::Permissions::from_mode(0o755)).expect("chmod");
+        let name = format!(
+            "rchsw{}n{}",
+            std::process::id() % 100_000,
+            NEXT.fetch_add(1, Ordering::SeqCst)
+        );
+        let home = world.dir.path().to_str().expect("utf8").to_owned();
+        let made = account_tool(
+            "useradd",
+            &[
+                "--no-create-home",
+                "--home-dir",
+                &home,
+                "--shell",
+                "/bin/sh",
+                "--user-group",
+                &name,
+            ],
+        );
+        assert!(made.status.success(), "useradd: {}", stderr(&made));
+        Some(TestUser {
+            uid: id("-u", &name),
+            gid: id("-g", &name),
+            name,
+            world,
+        })
+    }
+
+    fn home(&self) -> &Path {
+        self.world.dir.path()
+    }
+
+    /// Everything in the home folder becomes the account's.
+    fn hand_over(&self) {
+        let status = Command::new("chown")
+            .args(["-R", &format!("{}:{}", self.uid, self.gid)])
+            .arg(self.home())
+            .status()
+            .expect("chown");
+        assert!(status.success());
+    }
+
+    /// Installs `text` as the account's crontab with the real `crontab`.
+    fn crontab(&self, text: &str) {
+        let file = self.world.path("crontab.txt");
+        fs::write(&file, text).expect("write crontab");
+        let output = Command::new("crontab")
+            .args(["-u", &self.name])
+            .arg(&file)
+            .output()
+            .expect("crontab");
+        assert!(output.status.success(), "crontab: {}", stderr(&output));
+    }
+
+    /// The binary as this account, from a login shell that has only
+    /// `HOME`, `LOGNAME` and a plain `PATH`.
+    fn doctor(&self, args: &[&str]) -> Output {
+        Command::new(BIN)
+            .env_clear()
+            .env("HOME", self.home())
+            .env("LOGNAME", &self.name)
+            .env("PATH", "/usr/bin:/bin")
+            .args(args)
+            .current_dir(self.home())
+            .uid(self.uid)
+            .gid(self.gid)
+            .output()
+            .expect("doctor")
+    }
+
+    /// A folder `/run/user/<uid>` would be, in the world, with a stand-in
+    /// rchd answering there.
+    fn runtime_dir_with_daemon(&self) -> (PathBuf, FakeDaemon) {
+        let runtime = self.world.path(&format!("run/user/{}", self.uid));
+        fs::create_dir_all(&runtime).expect("mkdir runtime");
+        let daemon = FakeDaemon::start(&runtime.join("rch.sock"), Reply::Healthy);
+        (runtime, daemon)
+    }
+}
+
+impl Drop for TestUser {
+    fn drop(&mut self) {
+        let _ = Command::new("crontab")
+            .args(["-u", &self.name, "-r"])
+            .output();
+        let gone = account_tool("userdel", &[&self.name]);
+        if !gone.status.success() {
+            eprintln!("userdel {}: {}", self.name, stderr(&gone));
+        }
+    }
+}
+
+/// The row of `check` in a doctor document (or a report of one).
+fn row<'a>(document: &'a Value, check: &str) -> &'a Value {
+    document["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .find(|row| row["check"] == check)
+        .unwrap_or_else(|| panic!("no {check} row in {document}"))
+}
+
+fn finding<'a>(document: &'a Value, check: &str) -> &'a str {
+    row(document, check)["finding"].as_str().unwrap_or_default()
+}
+
+fn strings(value: &Value) -> Vec<String> {
+    value
+        .as_array()
+        .map(|items| {
+            items
+                .iter()
+                .map(|item| item.as_str().unwrap_or_default().to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The issue's first finding: the real cron job worked once the crontab
+/// had `XDG_RUNTIME_DIR=/run/user/<uid>`, but `doctor --as cron` still
+/// said the daemon did not answer. Now the variable line is read, and the
+/// line's own options (`--lease-dir`, `--rch`) are the ones checked.
+#[test]
+fn a_runtime_dir_line_in_the_crontab_reaches_the_daemon() {
+    let Some(user) = TestUser::new("a_runtime_dir_line_in_the_crontab_reaches_the_daemon") else {
+        return;
+    };
+    user.world.add(&Journal::stale("hz4", 2 * HOUR_MS));
+    let rch = user.world.daemon_rch("rch", "exit 1");
+    let (runtime, _daemon) = user.runtime_dir_with_daemon();
+    user.hand_over();
+    let leases = user.world.leases();
+    let sweep = format!(
+        "*/5 * * * * {BIN} --quiet --lease-dir {} --rch {}",
+        leases.display(),
+        rch.display()
+    );
+
+    // Without the variable line: what cron's run meets, the daemon looked
+    // for under ~/.cache.
+    user.crontab(&format!("{sweep}\n"));
+    let output = user.doctor(&["doctor", "--as", "cron", "--json"]);
+    let before = one_document(&output);
+    assert_eq!(output.status.code(), Some(1), "{before}");
+    let report = &before["reports"][0];
+    assert_eq!(row(report, "daemon")["status"], "fail", "{before}");
+    assert!(
+        finding(report, "daemon").contains(".cache/rch/rch.sock"),
+        "{before}"
+    );
+
+    // The fix doctor prescribes, a variable line above the sweep's: the
+    // daemon answers, and doctor says so.
+    user.crontab(&format!(
+        "# the daemon is a user service\nXDG_RUNTIME_DIR={}\n{sweep}\n",
+        runtime.display()
+    ));
+    let output = user.doctor(&["doctor", "--as", "cron", "--json"]);
+    let after = one_document(&output);
+    assert_eq!(output.status.code(), Some(0), "{after}");
+    assert_eq!(after["as"], "cron");
+    let reports = after["reports"].as_array().expect("reports");
+    assert_eq!(reports.len(), 1, "{after}");
+    assert_eq!(reports[0]["line"], 3);
+    assert_eq!(reports[0]["text"], sweep.as_str());
+    assert_eq!(row(&reports[0], "daemon")["status"], "ok", "{after}");
+    assert!(
+        finding(&reports[0], "daemon").contains(&format!("{}/rch.sock", runtime.display())),
+        "{after}"
+    );
+    // The line's options: its lease directory, its rch.
+    assert!(
+        finding(&reports[0], "lease_dir").contains(utf8(&leases)),
+        "{after}"
+    );
+    assert!(finding(&reports[0], "rch").contains(utf8(&rch)), "{after}");
+    // The summary gives each check at its worst, with its line.
+    assert_eq!(row(&after, "daemon")["line"], 3, "{after}");
+    assert_eq!(row(&after, "environment")["status"], "ok", "{after}");
+    assert!(
+        strings(&after["from"])
+            .iter()
+            .any(|from| from.contains(&format!("the crontab of {}", user.name))),
+        "{after}"
+    );
+}
+
+/// Every line that runs rch-sweep is checked with its own options, one
+/// report each, headed with its number and text; a line with a pipe is
+/// listed, not followed; doctor's own options stand in for none of them.
+#[test]
+fn each_sweep_line_is_checked_with_its_own_options() {
+    let Some(user) = TestUser::new("each_sweep_line_is_checked_with_its_own_options") else {
+        return;
+    };
+    let rch = user.world.daemon_rch("rch", "exit 1");
+    let elsewhere = user.world.path("elsewhere/job-leases");
+    fs::create_dir_all(&elsewhere).expect("mkdir");
+    fs::create_dir(user.world.path("metrics")).expect("mkdir");
+    let metrics = user.world.path("metrics/rch-sweep.prom");
+    user.hand_over();
+    let first = format!(
+        "*/5 * * * * {BIN} --lease-dir {} --metrics-file {} --rch {}",
+        elsewhere.display(),
+        metrics.display(),
+        rch.display()
+    );
+    let second = format!("@hourly {BIN} --rch '{}' --quiet", rch.display());
+    let piped = format!(
+        "*/5 * * * * {BIN} --lease-dir {} | logger -t rch-sweep",
+        elsewhere.display()
+    );
+    user.crontab(&format!(
+        "MAILTO=\"\"\n{first}\n{second}\n{piped}\n0 3 * * * /usr/bin/true\n"
+    ));
+    let output = user.doctor(&[
+        "doctor",
+        "--as",
+        "cron",
+        "--json",
+        "--lease-dir",
+        "/nonexistent/job-leases",
+    ]);
+    let document = one_document(&output);
+    let reports = document["reports"].as_array().expect("reports");
+    let lines: Vec<(i64, &str)> = reports
+        .iter()
+        .map(|r| {
+            (
+                r["line"].as_i64().unwrap_or(0),
+                r["text"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        lines,
+        [(2, first.as_str()), (3, second.as_str())],
+        "{document}"
+    );
+    // Line 2: its lease directory and its metrics file.
+    assert!(
+        finding(&reports[0], "lease_dir").contains(utf8(&elsewhere)),
+        "{document}"
+    );
+    assert!(
+        finding(&reports[0], "metrics").contains(utf8(&metrics)),
+        "{document}"
+    );
+    // Line 3: rch's default lease directory in cron's HOME, no metrics.
+    let default = user.home().join(".local/state/rch/job-leases");
+    assert!(
+        finding(&reports[1], "lease_dir").contains(utf8(&default)),
+        "{document}"
+    );
+    assert!(
+        !reports[1]["checks"]
+            .as_array()
+            .expect("checks")
+            .iter()
+            .any(|r| r["check"] == "metrics"),
+        "{document}"
+    );
+    // Line 4 is listed with why, and not followed.
+    let warnings = strings(&document["warnings"]);
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.starts_with("line 4 ") && w.contains("a pipe") && w.ends_with(&piped)),
+        "{document}"
+    );
+    assert!(!document.to_string().contains("/nonexistent/job-leases\","));
+    assert!(
+        strings(&document["notes"])
+            .iter()
+            .any(|n| n.contains("(--lease-dir /nonexistent/job-leases) are not used")),
+        "{document}"
+    );
+    // The same for a person: one block a line.
+    let output = user.doctor(&["doctor", "--as", "cron"]);
+    let text = stdout(&output);
+    assert!(
+        text.starts_with("as cron: lines 2, 3 of the crontab run rch-sweep\n"),
+        "{text}"
+    );
+    for heading in [
+        format!("\nline 2: {first}\n"),
+        format!("\nline 3: {second}\n"),
+    ] {
+        assert!(text.contains(&heading), "{heading} not in {text}");
+    }
+    assert!(
+        text.contains(
+            "\nwarning: line 4 runs rch-sweep in a form doctor cannot follow (a pipe (|))"
+        ),
+        "{text}"
+    );
+    assert_eq!(text.matches("\nok    lock ").count(), 2, "{text}");
+}
+
+/// A crontab with no rch-sweep line: doctor's own options, in the
+/// environment the crontab's variable lines leave (CRLF or not), with a
+/// warning.
+#[test]
+fn a_crontab_without_a_sweep_line_is_said_to_have_none() {
+    let Some(user) = TestUser::new("a_crontab_without_a_sweep_line_is_said_to_have_none") else {
+        return;
+    };
+    let rch = user.world.daemon_rch("rch", "exit 1");
+    let state_home = user.world.path("state");
+    fs::create_dir_all(state_home.join("rch/job-leases")).expect("mkdir");
+    user.hand_over();
+    // Saved with Windows line ends: cron reads the variable line all the
+    // same (Debian's crontab -l shows each CR as \r).
+    user.crontab(&format!(
+        "XDG_STATE_HOME={}\r\n0 3 * * * /usr/bin/true\r\n",
+        state_home.display()
+    ));
+    let output = user.doctor(&["doctor", "--as", "cron", "--json", "--rch", utf8(&rch)]);
+    let document = one_document(&output);
+    assert!(document.get("reports").is_none(), "{document}");
+    assert!(
+        strings(&document["warnings"])
+            .iter()
+            .any(|w| w.starts_with("no line of the crontab runs rch-sweep")),
+        "{document}"
+    );
+    assert!(
+        finding(&document, "lease_dir").contains(utf8(&state_home.join("rch/job-leases"))),
+        "{document}"
+    );
+    assert!(finding(&document, "rch").contains(utf8(&rch)), "{document}");
+}
+
+/// The shipped user unit installed in `~/.config/systemd/user`, with an
+/// `ExecStart=` naming `--lease-dir %h/...` and a drop-in that sets
+/// `XDG_RUNTIME_DIR`: doctor checks that lease directory and finds the
+/// daemon. Then a later drop-in with an empty `Environment=` drops every
+/// variable the unit and the first drop-in set, `PATH` included.
+#[test]
+fn an_installed_user_unit_and_its_drop_ins_are_read() {
+    let Some(user) = TestUser::new("an_installed_user_unit_and_its_drop_ins_are_read") else {
+        return;
+    };
+    user.world.add(&Journal::stale("hz4", 2 * HOUR_MS));
+    user.world.daemon_rch("rch", "exit 1");
+    let (runtime, _daemon) = user.runtime_dir_with_daemon();
+    let units = user.home().join(".config/systemd/user");
+    let drop_ins = units.join("rch-sweep.service.d");
+    fs::create_dir_all(&drop_ins).expect("mkdir");
+    let shipped = include_str!("../systemd/rch-sweep.service");
+    assert!(shipped.contains("\nExecStart=rch-sweep\n"));
+    let unit = shipped.replace(
+        "\nExecStart=rch-sweep\n",
+        "\nExecStart=rch-sweep --lease-dir %h/job-leases --rch %h/rch\n",
+    );
+    fs::write(units.join("rch-sweep.service"), unit).expect("unit");
+    let runtime_conf = drop_ins.join("10-runtime.conf");
+    fs::write(
+        &runtime_conf,
+        format!(
+            "[Service]\nEnvironment=XDG_RUNTIME_DIR={}\n",
+            runtime
+                .display()
+                .to_string()
+                .replace(&user.uid.to_string(), "%U")
+        ),
+    )
+    .expect("drop-in");
+    user.hand_over();
+
+    let output = user.doctor(&["doctor", "--as", "user-timer", "--json"]);
+    let document = one_document(&output);
+    assert_eq!(output.status.code(), Some(0), "{document}");
+    assert_eq!(
+        strings(&document["from"]),
+        [
+            units.join("rch-sweep.service").display().to_string(),
+            runtime_conf.display().to_string()
+        ],
+        "{document}"
+    );
+    assert!(strings(&document["warnings"]).is_empty(), "{document}");
+    assert!(
+        finding(&document, "lease_dir").contains(utf8(&user.world.leases())),
+        "{document}"
+    );
+    assert_eq!(row(&document, "daemon")["status"], "ok", "{document}");
+    assert!(
+        finding(&document, "daemon").contains(utf8(&runtime)),
+        "{document}"
+    );
+    let output = user.doctor(&["doctor", "--as", "user-timer"]);
+    let first = stdout(&output)
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_owned();
+    let home = user.home().display().to_string();
+    assert!(
+        first.contains(&format!(
+            " XDG_RUNTIME_DIR={} PATH={home}/.local/bin:{home}/.cargo/bin:/usr/local/bin:/usr/bin:/bin,",
+            runtime.display()
+        )),
+        "{first}"
+    );
+
+    // An empty Environment= in a later drop-in resets the list: the unit's
+    // PATH and the runtime folder are gone, the manager's own PATH and
+    // XDG_RUNTIME_DIR (/run/user/<uid>, where no daemon answers) remain.
+    fs::write(
+        drop_ins.join("20-reset.conf"),
+        "[Service]\nEnvironment=\nEnvironment=RCH_SWEEP_TEST_MARK=1\n",
+    )
+    .expect("drop-in");
+    let output = user.doctor(&["doctor", "--as", "user-timer", "--json"]);
+    let document = one_document(&output);
+    assert_eq!(output.status.code(), Some(1), "{document}");
+    assert_eq!(strings(&document["from"]).len(), 3, "{document}");
+    assert_eq!(row(&document, "daemon")["status"], "fail", "{document}");
+    let output = user.doctor(&["doctor", "--as", "user-timer"]);
+    let first = stdout(&output)
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        first.contains(&format!(
+            " XDG_RUNTIME_DIR=/run/user/{} PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin RCH_SWEEP_TEST_MARK=1,",
+            user.uid
+        )),
+        "{first}"
+    );
+}
+
+/// Removes what a test put under `/etc/systemd/system` (and only that).
+struct Placed(Vec<PathBuf>);
+
+impl Drop for Placed {
+    fn drop(&mut self) {
+        for path in self.0.iter().rev() {
+            let _ = fs::remove_file(path).or_else(|_| fs::remove_dir(path));
+        }
+    }
+}
+
+/// The system template with an instance drop-in under
+/// `/etc/systemd/system`, as `systemctl edit rch-sweep@USER.service`
+/// leaves it: its `XDG_RUNTIME_DIR` reaches the daemon, its `ExecStart=`
+/// options are checked, and `%h` there is root's home (the system
+/// manager's user), whatever `User=` says.
+#[test]
+fn the_system_template_with_an_instance_drop_in_is_read() {
+    let Some(user) = TestUser::new("the_system_template_with_an_instance_drop_in_is_read") else {
+        return;
+    };
+    let rch = user.world.daemon_rch("rch", "exit 1");
+    let (runtime, _daemon) = user.runtime_dir_with_daemon();
+    user.hand_over();
+    let etc = Path::new("/etc/systemd/system");
+    fs::create_dir_all(etc).expect("mkdir /etc/systemd/system");
+    let mut placed = Placed(Vec::new());
+    let template = etc.join("rch-sweep@.service");
+    if !template.exists() {
+        fs::write(&template, include_str!("../systemd/rch-sweep@.service")).expect("template");
+        placed.0.push(template.clone());
+    }
+    let folder = etc.join(format!("rch-sweep@{}.service.d", user.name));
+    fs::create_dir(&folder).expect("mkdir drop-in folder");
+    placed.0.push(folder.clone());
+    let drop_in = folder.join("override.conf");
+    let leases = format!("%h/rch-sweep-test-{}/job-leases", user.name);
+    fs::write(
+        &drop_in,
+        format!(
+            "[Service]\nEnvironment=XDG_RUNTIME_DIR={}\nExecStart=\nExecStart=/usr/bin/rch-sweep --lease-dir {leases} --rch {}\n",
+            runtime.display(),
+            rch.display()
+        ),
+    )
+    .expect("drop-in");
+    placed.0.push(drop_in.clone());
+
+    let output = user.doctor(&["doctor", "--as", "system-timer", "--json"]);
+    let document = one_document(&output);
+    assert_eq!(document["as"], "system-timer");
+    let from = strings(&document["from"]);
+    assert_eq!(from.len(), 2, "{document}");
+    assert!(from[0].ends_with("/rch-sweep@.service"), "{document}");
+    assert_eq!(from[1], drop_in.display().to_string(), "{document}");
+    let root_home = "/root";
+    assert!(
+        finding(&document, "lease_dir").contains(&format!(
+            "{root_home}/rch-sweep-test-{}/job-leases",
+            user.name
+        )),
+        "{document}"
+    );
+    assert_eq!(row(&document, "daemon")["status"], "ok", "{document}");
+    assert!(finding(&document, "rch").contains(utf8(&rch)), "{document}");
+    // WorkingDirectory=~ is the account's home; the template's PATH.
+    let output = user.doctor(&["doctor", "--as", "system-timer"]);
+    let first = stdout(&output)
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        first.contains(" PATH=/usr/local/bin:/usr/bin:/bin ")
+            && first.ends_with(&format!(
+                ", working directory {} (every other variable dropped)",
+                user.home().display()
+            )),
+        "{first}"
+    );
+}
+
+/// Where a manager answers `systemctl show`, what it says is read, and the
+/// report says so. No manager runs in CI or in this workplace's
+/// containers, and none is started here: the test then says it skipped.
+#[test]
+fn a_running_manager_is_asked_when_it_answers() {
+    if !root_or_skip("a_running_manager_is_asked_when_it_answers") {
+        return;
+    }
+    let answers = Command::new("systemctl")
+        .args(["show", "-p", "Version"])
+        .output()
+        .is_ok_and(|output| output.status.success() && stdout(&output).starts_with("Version="));
+    if !answers {
+        eprintln!(
+            "a_running_manager_is_asked_when_it_answers: skipped: no systemd manager answers here (systemctl show failed), and none may be started"
+        );
+        return;
+    }
+    let world = World::new();
+    let rch = world.daemon_rch("rch", "exit 1");
+    let output = World::bare_command()
+        .args([
+            "doctor",
+            "--as",
+            "system-timer",
+            "--json",
+            "--rch",
+            utf8(&rch),
+        ])
+        .output()
+        .expect("doctor");
+    let document = one_document(&output);
+    let from = strings(&document["from"]);
+    let warnings = strings(&document["warnings"]);
+    assert!(
+        from.iter().any(|f| f.starts_with("the system manager"))
+            || warnings
+                .iter()
+                .any(|w| w.starts_with("the system manager says")),
+        "{document}"
+    );
+}
+
+/// `doctor --as` runs no program but what SPEC lists (`crontab -l`,
+/// `systemctl show`, itself, and `rch --version`, `rch ... daemon status`)
+/// and writes, renames and creates nothing, on every route: seen by
+/// `strace -f` (which runs it as the account, `-u`, so `crontab` keeps its
+/// set-group-id) and by a snapshot of the home folder.
+#[test]
+fn doctor_as_runs_only_what_spec_lists_and_writes_nothing() {
+    let Some(user) = TestUser::new("doctor_as_runs_only_what_spec_lists_and_writes_nothing") else {
+        return;
+    };
+    if !tool_or_skip("/usr/bin/strace", "strace") {
+        return;
+    }
+    user.world.add(&Journal::stale("hz4", 2 * HOUR_MS));
+    // Builtins only: every program it starts would show.
+    let rch = user.world.script(
+        "rch",
+        "if [ \"$1\" = --version ]; then echo 'rch 2.1.24'; exit 0; fi\nexit 2",
+    );
+    let leases = user.world.leases();
+    user.crontab(&format!(
+        "*/5 * * * * {BIN} --quiet --rch {} --lease-dir {}\n",
+        rch.display(),
+        leases.display()
+    ));
+    let units = user.home().join(".config/systemd/user");
+    fs::create_dir_all(&units).expect("mkdir");
+    fs::write(
+        units.join("rch-sweep.service"),
+        "[Service]\nType=oneshot\nExecStart=rch-sweep --rch %h/rch --lease-dir %h/job-leases\n",
+    )
+    .expect("unit");
+    user.hand_over();
+    let logs = tempfile::tempdir().expect("tempdir");
+    let crontab = PathBuf::from("/usr/bin/crontab");
+    let systemctl = ["/usr/bin/systemctl", "/bin/systemctl"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|path| path.exists());
+    for route in ["cron", "user-timer", "system-timer"] {
+        let before = snapshot(user.home());
+        let log = logs.path().join(format!("{route}.strace"));
+        let output = Command::new("strace")
+            .args(["-f", "-qq", "-e", "trace=execve", "-o"])
+            .arg(&log)
+            .args([
+                "-u", &user.name, BIN, "doctor", "--as", route, "--json", "--rch",
+            ])
+            // Used where the route gives no options: the system template.
+            .arg(&rch)
+            .env_clear()
+            .env("HOME", user.home())
+            .env("LOGNAME", &user.name)
+            .env("PATH", "/usr/bin:/bin")
+            .current_dir(user.home())
+            .output()
+            .expect("strace");
+        let document = one_document(&output);
+        assert_eq!(document["as"], route, "{document}");
+        let traced = fs::read_to_string(&log).expect("strace log");
+        let started: Vec<PathBuf> = traced
+            .lines()
+            .filter(|line| line.ends_with(" = 0"))
+            .filter_map(|line| {
+                let path = line.split("execve(\"").nth(1)?.split('"').next()?;
+                Some(PathBuf::from(path))
+            })
+            .collect();
+        let allowed: Vec<PathBuf> = [
+            PathBuf::from(BIN),
+            PathBuf::from("/proc/self/exe"),
+            rch.clone(),
+            crontab.clone(),
+        ]
+        .into_iter()
+        .chain(systemctl.clone())
+        .collect();
+        for path in &started {
+            assert!(
+                allowed.contains(path),
+                "{route}: doctor --as started {}: {traced}",
+                path.display()
+            );
+        }
+        let asked = if route == "cron" {
+            Some(&crontab)
+        } else {
+            systemctl.as_ref()
+        };
+        if let Some(asked) = asked {
+            assert!(started.contains(asked), "{route}: {traced}");
+        }
+        assert!(started.contains(&rch), "{route}: {traced}");
+        assert_eq!(before, snapshot(user.home()), "{route}: something changed");
+    }
+}
