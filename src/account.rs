@@ -6,13 +6,12 @@
 //! read here, and every message about another user names them the way an
 //! operator types them (`runuser -u alice`).
 
-use std::ffi::CStr;
+use crate::sys;
 
 /// The effective uid: the user whose keys a recovery would use and whose
 /// files this run may replace.
 pub fn euid() -> u32 {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() }
+    sys::user::euid()
 }
 
 /// What the password database says of an account: what cron and systemd
@@ -26,48 +25,11 @@ pub struct Account {
 
 /// The password database's entry of `uid`, if it has one.
 pub fn entry(uid: u32) -> Option<Account> {
-    use std::os::unix::ffi::OsStrExt;
-    let mut buffer = vec![0u8; 1024];
-    loop {
-        // SAFETY: a zeroed passwd is a valid value for getpwuid_r to fill.
-        let mut entry: libc::passwd = unsafe { std::mem::zeroed() };
-        let mut found: *mut libc::passwd = std::ptr::null_mut();
-        // SAFETY: `entry`, `buffer` and `found` are valid for writes of the
-        // sizes given, and live across the call; on success `found` points
-        // at `entry`, whose strings point into `buffer`.
-        let rc = unsafe {
-            libc::getpwuid_r(
-                uid,
-                &mut entry,
-                buffer.as_mut_ptr().cast(),
-                buffer.len(),
-                &mut found,
-            )
-        };
-        if rc == libc::ERANGE && buffer.len() < 1 << 20 {
-            buffer.resize(buffer.len() * 4, 0);
-            continue;
-        }
-        if rc != 0 || found.is_null() || entry.pw_name.is_null() {
-            return None;
-        }
-        let text = |field: *const libc::c_char| {
-            if field.is_null() {
-                return std::path::PathBuf::new();
-            }
-            // SAFETY: getpwuid_r succeeded, so a non-null field is a
-            // NUL-terminated string inside `buffer`, which is still alive.
-            let bytes = unsafe { CStr::from_ptr(field) }.to_bytes();
-            std::path::PathBuf::from(std::ffi::OsStr::from_bytes(bytes))
-        };
-        // SAFETY: as above; pw_name was checked to be non-null.
-        let name = unsafe { CStr::from_ptr(entry.pw_name) };
-        return Some(Account {
-            name: name.to_string_lossy().into_owned(),
-            home: text(entry.pw_dir),
-            shell: text(entry.pw_shell),
-        });
-    }
+    sys::user::passwd_entry(uid).map(|entry| Account {
+        name: entry.name,
+        home: entry.home,
+        shell: entry.shell,
+    })
 }
 
 /// The login name of `uid` from the password database, if it has one.

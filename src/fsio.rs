@@ -14,10 +14,11 @@
 //! the lock, can recognise and remove the ones a SIGKILLed run could not.
 
 use crate::stat::FileKind;
+use crate::sys;
 use std::ffi::{CStr, CString, OsStr, OsString};
 use std::fs::{File, Permissions};
 use std::io::{self, Write};
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -108,16 +109,7 @@ pub fn resolve(path: &Path, follow_final: bool) -> io::Result<PathBuf> {
 /// `X_OK`), as the kernel judges it for the effective ids (modes, ACLs, a
 /// read-only or `noexec` mount), without opening or running anything.
 pub fn may_access(path: &Path, mode: libc::c_int) -> io::Result<()> {
-    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))?;
-    // SAFETY: `c_path` is a valid NUL-terminated string for the duration of
-    // the call, which only reads it.
-    let rc = unsafe { libc::faccessat(libc::AT_FDCWD, c_path.as_ptr(), mode, libc::AT_EACCESS) };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    sys::fs::access(path, mode)
 }
 
 /// Whether this process may create and rename files in `folder`.
@@ -177,22 +169,7 @@ impl Folder {
     /// Opens `name` inside the folder with `open(2)` `flags` (and `mode`
     /// when it is created); `O_CLOEXEC` is always added.
     pub fn open_at(&self, name: &OsStr, flags: libc::c_int, mode: u32) -> io::Result<File> {
-        let c_name = c_name(name)?;
-        // SAFETY: the folder's descriptor is open for the lifetime of `self`
-        // and `c_name` is a valid NUL-terminated string.
-        let fd = unsafe {
-            libc::openat(
-                self.dir.as_raw_fd(),
-                c_name.as_ptr(),
-                flags | libc::O_CLOEXEC,
-                mode as libc::c_uint,
-            )
-        };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: `fd` was just returned by openat and is owned by nobody else.
-        Ok(unsafe { File::from_raw_fd(fd) })
+        sys::fs::open_at(self.dir.as_fd(), &c_name(name)?, flags, mode)
     }
 
     /// What stands at `name` in the folder, seen without following a link.
@@ -215,23 +192,12 @@ impl Folder {
 
     /// Renames `from` to `to`, both inside the folder.
     pub fn rename(&self, from: &OsStr, to: &OsStr) -> io::Result<()> {
-        let (from, to) = (c_name(from)?, c_name(to)?);
-        let fd = self.dir.as_raw_fd();
-        // SAFETY: the fd is open and both names are valid NUL-terminated strings.
-        if unsafe { libc::renameat(fd, from.as_ptr(), fd, to.as_ptr()) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(())
+        sys::fs::rename_at(self.dir.as_fd(), &c_name(from)?, &c_name(to)?)
     }
 
     /// Removes the file `name` from the folder.
     fn remove(&self, name: &OsStr) -> io::Result<()> {
-        let c_name = c_name(name)?;
-        // SAFETY: the fd is open and the name a valid NUL-terminated string.
-        if unsafe { libc::unlinkat(self.dir.as_raw_fd(), c_name.as_ptr(), 0) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(())
+        sys::fs::unlink_at(self.dir.as_fd(), &c_name(name)?)
     }
 
     /// Flushes the folder itself (a rename in it is durable once this
@@ -331,23 +297,7 @@ pub fn file_name(path: &Path) -> io::Result<&OsStr> {
 /// folder's entries are looked at by descriptor (the state folder, the
 /// lease directory).
 pub fn stat_at_nofollow(dir: BorrowedFd<'_>, name: &CStr) -> io::Result<libc::stat> {
-    let mut stat = std::mem::MaybeUninit::<libc::stat>::uninit();
-    // SAFETY: the descriptor is open for the borrow and the name is a valid
-    // NUL-terminated string; `stat` is only read when the call succeeded
-    // and so filled it.
-    let rc = unsafe {
-        libc::fstatat(
-            dir.as_raw_fd(),
-            name.as_ptr(),
-            stat.as_mut_ptr(),
-            libc::AT_SYMLINK_NOFOLLOW,
-        )
-    };
-    if rc != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: fstatat returned 0, so it filled `stat`.
-    Ok(unsafe { stat.assume_init() })
+    sys::fs::stat_at_nofollow(dir, name)
 }
 
 fn c_name(name: &OsStr) -> io::Result<CString> {

@@ -9,10 +9,9 @@
 //! listener of another user is told apart before anything is sent to it;
 //! and a path that is no listening socket says what it is instead.
 
-use crate::{account, config, log};
+use crate::{account, config, log, sys};
 use std::io::{self, Read, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
+use std::os::fd::AsFd;
 use std::os::unix::fs::FileTypeExt;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
@@ -200,7 +199,7 @@ pub fn probe(
 ) -> Result<Answer, NoAnswer> {
     let started = Instant::now();
     let mut stream = connect_within(socket, waits.connect, stop)?;
-    let listener = peer_uid(&stream)
+    let listener = sys::socket::peer_uid(stream.as_fd())
         .map_err(|error| format!("cannot tell who listens at {}: {error}", socket.display()))?;
     if trust == Trust::ThisUser && !is_this_users(listener, account::euid()) {
         // Nothing is sent to another user's process.
@@ -241,7 +240,10 @@ fn connect_within(
             return Err(NoAnswer::Stopped);
         }
         let left = until.saturating_duration_since(Instant::now());
-        let error = match connect(socket, left.min(STOP_SLICE).max(Duration::from_millis(1))) {
+        let error = match sys::socket::connect_unix(
+            socket,
+            left.min(STOP_SLICE).max(Duration::from_millis(1)),
+        ) {
             Ok(stream) => return Ok(stream),
             Err(error) => error,
         };
@@ -400,99 +402,6 @@ pub fn seconds(duration: Duration) -> String {
     }
 }
 
-/// The uid of the process at the other end of a connected Unix socket, as
-/// the kernel recorded it when that process listened (`SO_PEERCRED`).
-/// (std's `UnixStream::peer_cred` is not stable.)
-fn peer_uid(stream: &UnixStream) -> io::Result<u32> {
-    // SAFETY: ucred is plain old data; all zeroes is a valid value.
-    let mut credentials: libc::ucred = unsafe { std::mem::zeroed() };
-    let mut length = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
-    // SAFETY: the descriptor is the stream's own, open for the call;
-    // `credentials` is a valid ucred that outlives the call, and `length`
-    // holds its size, which the kernel writes no further than.
-    let rc = unsafe {
-        libc::getsockopt(
-            stream.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_PEERCRED,
-            (&mut credentials as *mut libc::ucred).cast(),
-            &mut length,
-        )
-    };
-    if rc != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(credentials.uid)
-}
-
-/// A blocking connect to the Unix socket at `path`, bounded by `timeout`:
-/// `SO_SNDTIMEO` bounds the wait of a Unix-domain `connect` on a full
-/// listen queue (which a non-blocking connect would refuse at once with
-/// `EAGAIN` rather than let us wait for), and std has no way to set it
-/// before connecting. The descriptor is close-on-exec.
-fn connect(path: &Path, timeout: Duration) -> io::Result<UnixStream> {
-    let bytes = path.as_os_str().as_bytes();
-    // SAFETY: sockaddr_un is plain old data; all zeroes is a valid value.
-    let mut address: libc::sockaddr_un = unsafe { std::mem::zeroed() };
-    if bytes.is_empty() || bytes.contains(&0) || bytes.len() >= address.sun_path.len() {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!(
-                "not a usable socket path (empty, a NUL byte, or longer than {} bytes)",
-                address.sun_path.len() - 1
-            ),
-        ));
-    }
-    address.sun_family = libc::AF_UNIX as libc::sa_family_t;
-    for (slot, byte) in address.sun_path.iter_mut().zip(bytes) {
-        *slot = *byte as libc::c_char;
-    }
-    // SAFETY: socket takes plain integers and returns a new descriptor or -1.
-    let fd = unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: `fd` was just returned by socket and is owned by nothing else.
-    let owned = unsafe { OwnedFd::from_raw_fd(fd) };
-    let timeval = libc::timeval {
-        tv_sec: libc::time_t::try_from(timeout.as_secs()).unwrap_or(libc::time_t::MAX),
-        tv_usec: libc::suseconds_t::from(timeout.subsec_micros() as i32),
-    };
-    // SAFETY: `timeval` is a valid timeval that outlives the call, and its
-    // size is passed with it.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_SNDTIMEO,
-            (&timeval as *const libc::timeval).cast(),
-            std::mem::size_of::<libc::timeval>() as libc::socklen_t,
-        )
-    };
-    if rc != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let length = std::mem::size_of::<libc::sa_family_t>() + bytes.len() + 1;
-    loop {
-        // SAFETY: `address` is a valid sockaddr_un whose first `length`
-        // bytes hold the family and the NUL-terminated path.
-        let rc = unsafe {
-            libc::connect(
-                fd,
-                (&address as *const libc::sockaddr_un).cast(),
-                length as libc::socklen_t,
-            )
-        };
-        if rc == 0 {
-            return Ok(UnixStream::from(owned));
-        }
-        let error = io::Error::last_os_error();
-        if error.kind() != io::ErrorKind::Interrupted {
-            return Err(error);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -602,14 +511,18 @@ mod tests {
         assert!(not_there(&at("nothing")).starts_with("no socket at all"));
         // The listener's own uid is this process's.
         let stream = UnixStream::connect(at("sock")).expect("connect");
-        assert_eq!(peer_uid(&stream).expect("SO_PEERCRED"), account::euid());
+        assert_eq!(
+            sys::socket::peer_uid(stream.as_fd()).expect("SO_PEERCRED"),
+            account::euid()
+        );
         drop(listener);
     }
 
     #[test]
     fn a_path_that_cannot_be_a_socket_address_is_refused_before_connecting() {
         let long = std::path::PathBuf::from(format!("/tmp/{}", "x".repeat(200)));
-        let error = connect(&long, Duration::from_millis(10)).expect_err("too long");
+        let error =
+            sys::socket::connect_unix(&long, Duration::from_millis(10)).expect_err("too long");
         assert_eq!(error.kind(), io::ErrorKind::InvalidInput);
     }
 }

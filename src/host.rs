@@ -8,7 +8,6 @@
 //! data in, findings out).
 
 use std::io;
-use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -73,15 +72,7 @@ pub fn look(state_file: &Path) -> Facts {
 }
 
 fn statvfs(folder: &Path) -> io::Result<Space> {
-    let path = std::ffi::CString::new(folder.as_os_str().as_bytes())
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL in the path"))?;
-    // SAFETY: a zeroed statvfs is a valid value for statvfs to fill.
-    let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
-    // SAFETY: `path` is NUL-terminated and `stat` valid for writes; both
-    // outlive the call.
-    if unsafe { libc::statvfs(path.as_ptr(), &mut stat) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
+    let stat = crate::sys::fs::statvfs(folder)?;
     #[allow(clippy::useless_conversion)] // the field types differ by target
     Ok(Space {
         folder: folder.to_path_buf(),

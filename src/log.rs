@@ -82,11 +82,11 @@ pub fn info(message: impl Display) {
 /// safe for a terminal: control characters other than newline and tab are
 /// replaced, so no escape sequence can retitle, clear or rewrite the screen.
 pub fn printable(text: &str) -> Cow<'_, str> {
-    let unsafe_char = |c: char| c.is_control() && c != '\n' && c != '\t';
-    if text.chars().any(unsafe_char) {
+    let control = |c: char| c.is_control() && c != '\n' && c != '\t';
+    if text.chars().any(control) {
         Cow::Owned(
             text.chars()
-                .map(|c| if unsafe_char(c) { '\u{fffd}' } else { c })
+                .map(|c| if control(c) { '\u{fffd}' } else { c })
                 .collect(),
         )
     } else {
@@ -159,14 +159,11 @@ fn stderr_is_stream(value: &str) -> bool {
     let (Ok(device), Ok(inode)) = (device.parse::<u64>(), inode.parse::<u64>()) else {
         return false;
     };
-    let mut stat = std::mem::MaybeUninit::<libc::stat>::uninit();
-    // SAFETY: fd 2 may be closed, in which case fstat fails and `stat` is
-    // not read; on success fstat has filled it.
-    if unsafe { libc::fstat(2, stat.as_mut_ptr()) } != 0 {
+    use std::os::fd::AsFd;
+    // fd 2 may be closed: then fstat fails, and stderr is no stream.
+    let Ok(stat) = crate::sys::fs::fstat(std::io::stderr().as_fd()) else {
         return false;
-    }
-    // SAFETY: fstat returned 0, so `stat` is initialised.
-    let stat = unsafe { stat.assume_init() };
+    };
     stat.st_dev == device && stat.st_ino == inode
 }
 

@@ -3,10 +3,12 @@
 //! error turned into the exit code, and with `--json` one document even
 //! when the command ends in an error.
 
+#![deny(unsafe_code)]
+
 use clap::Parser;
 use rch_sweep::cli::{Cli, Command, ENV_VARS};
 use rch_sweep::exit::{self, ExitCode};
-use rch_sweep::{child, cmd, log};
+use rch_sweep::{child, cmd, log, sys};
 
 fn main() {
     // Before anything is opened or started: no descriptor this process
@@ -14,13 +16,16 @@ fn main() {
     child::cloexec_inherited();
     // Before any child: cron may hand us SIGCHLD ignored.
     child::reset_sigchld();
-    for name in ENV_VARS {
-        if std::env::var_os(name).is_some_and(|value| value.is_empty()) {
-            // SAFETY: no other thread exists yet, so nothing reads the
-            // environment while it changes.
-            unsafe { std::env::remove_var(name) };
-        }
-    }
+    // Set but empty counts as unset, for us and for the children; no
+    // other thread exists yet, so the environment may still change.
+    let empty: Vec<&std::ffi::OsStr> = ENV_VARS
+        .iter()
+        .map(std::ffi::OsStr::new)
+        .filter(|name| std::env::var_os(name).is_some_and(|value| value.is_empty()))
+        .collect();
+    // It refuses only where /proc cannot show the thread count: then the
+    // empty values stay.
+    let _ = sys::env::remove_while_single_threaded(&empty);
     let cli = Cli::parse();
     let (quiet, json) = match &cli.command {
         None => (cli.run.quiet, cli.run.json),

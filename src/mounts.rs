@@ -17,7 +17,7 @@
 
 use std::ffi::OsString;
 use std::io;
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -126,42 +126,25 @@ struct Statx {
 /// `follow`. Where `statx` itself is refused (a seccomp filter, an old
 /// kernel), `stat` without a mount id.
 fn statx(path: &Path, follow: bool) -> io::Result<Statx> {
-    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))?;
     let flags = if follow { 0 } else { libc::AT_SYMLINK_NOFOLLOW };
-    let mut buffer = std::mem::MaybeUninit::<libc::statx>::zeroed();
-    // SAFETY: `c_path` is a valid NUL-terminated string and `buffer` is
-    // valid for writes of one `statx`; both outlive the call.
-    let rc = unsafe {
-        libc::statx(
-            libc::AT_FDCWD,
-            c_path.as_ptr(),
-            flags,
-            libc::STATX_INO | libc::STATX_MNT_ID,
-            buffer.as_mut_ptr(),
-        )
-    };
-    if rc != 0 {
-        let error = io::Error::last_os_error();
-        if !matches!(error.raw_os_error(), Some(libc::ENOSYS | libc::EPERM)) {
-            return Err(error);
+    let stat = match crate::sys::fs::statx(path, flags, libc::STATX_INO | libc::STATX_MNT_ID) {
+        Ok(stat) => stat,
+        Err(error) if matches!(error.raw_os_error(), Some(libc::ENOSYS | libc::EPERM)) => {
+            use std::os::unix::fs::MetadataExt;
+            let meta = if follow {
+                std::fs::metadata(path)?
+            } else {
+                std::fs::symlink_metadata(path)?
+            };
+            return Ok(Statx {
+                ino: meta.ino(),
+                major: libc::major(meta.dev()),
+                minor: libc::minor(meta.dev()),
+                mount_id: None,
+            });
         }
-        use std::os::unix::fs::MetadataExt;
-        let meta = if follow {
-            std::fs::metadata(path)?
-        } else {
-            std::fs::symlink_metadata(path)?
-        };
-        return Ok(Statx {
-            ino: meta.ino(),
-            major: libc::major(meta.dev()),
-            minor: libc::minor(meta.dev()),
-            mount_id: None,
-        });
-    }
-    // SAFETY: statx returned 0, so it filled the buffer (zeroed before,
-    // so a field it did not fill is 0, never undefined).
-    let stat = unsafe { buffer.assume_init() };
+        Err(error) => return Err(error),
+    };
     Ok(Statx {
         ino: stat.stx_ino,
         major: stat.stx_dev_major,

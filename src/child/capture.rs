@@ -6,9 +6,10 @@
 //! that escaped the group kill never keeps it from being joined.
 
 use super::{ANSWER_BYTES, Capture, TAIL_BYTES};
+use crate::sys;
 use std::fs::File;
 use std::io::{self, Read};
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::process::Child;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
@@ -17,7 +18,7 @@ use std::time::Duration;
 
 /// How long the drain thread blocks in `poll` before re-checking its abandon
 /// flag; bounds how long joining an abandoned drain thread can take.
-const DRAIN_POLL_MS: libc::c_int = 100;
+const DRAIN_POLL: Duration = Duration::from_millis(100);
 
 /// Size of the stack buffer stderr is read into.
 const CHUNK_BYTES: usize = 64 * 1024;
@@ -150,25 +151,13 @@ impl<'scope> Drains<'scope> {
 fn drain<R: Read + AsFd>(mut source: R, abandon: &AtomicBool, capacity: usize) -> Tail {
     let mut tail = Tail::with_capacity(capacity);
     let mut chunk = [0u8; CHUNK_BYTES];
-    let fd = source.as_fd().as_raw_fd();
     while !abandon.load(Ordering::Acquire) {
-        let mut pollfd = libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: `pollfd` is a valid, exclusively borrowed array of length 1,
-        // and `fd` stays open for the call since `source` owns it and outlives
-        // this loop.
-        let ready = unsafe { libc::poll(&mut pollfd, 1, DRAIN_POLL_MS) };
-        if ready == 0 {
-            continue;
-        }
-        if ready < 0 {
-            if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            break;
+        // `source` owns the descriptor and outlives this loop.
+        match sys::fd::poll_readable(source.as_fd(), DRAIN_POLL) {
+            Ok(false) => continue,
+            Ok(true) => {}
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
         }
         // Readable, hung up or in error: `read` tells which.
         match source.read(&mut chunk) {

@@ -362,7 +362,6 @@ impl Drop for Teardown<'_> {
 mod tests {
     use super::wait::reap_exited;
     use super::*;
-    use std::os::unix::process::CommandExt;
     use std::process::{Command, Stdio};
     use std::sync::Arc;
 
@@ -494,10 +493,8 @@ mod tests {
             .ok()
             .and_then(|pid| pid.trim().parse().ok());
         if let Some(pid) = escaped.filter(|&pid| pid > 1) {
-            // SAFETY: signals the test's own escaped sleep by its exact pid.
-            unsafe {
-                libc::kill(pid, libc::SIGKILL);
-            }
+            // The test's own escaped sleep, by its exact pid.
+            let _ = crate::sys::process::kill(pid, libc::SIGKILL);
         }
         assert!(matches!(report.ending, Ending::TimedOut), "{report:?}");
         assert!(escaped.is_some(), "pid file");
@@ -773,14 +770,8 @@ mod tests {
             .args(["sigchld_ignored_probe", "--ignored", "--test-threads=1"])
             .env(PROBE_ENV, "1")
             .stdin(Stdio::null());
-        // SAFETY: only `signal`, async-signal-safe, runs between fork and
-        // exec; an ignored SIGCHLD survives exec, as it does from cron.
-        unsafe {
-            probe.pre_exec(|| {
-                libc::signal(libc::SIGCHLD, libc::SIG_IGN);
-                Ok(())
-            });
-        }
+        // An ignored SIGCHLD survives exec, as it does from cron.
+        crate::sys::prechild::ignore_sigchld_in_child(&mut probe);
         let output = probe.output().expect("re-run the test binary");
         let stdout = String::from_utf8_lossy(&output.stdout);
         assert!(

@@ -701,8 +701,8 @@ pub(super) fn given_on_command_line() -> route::Given {
 /// Colour only for a person: stdout is a terminal and `NO_COLOR` is unset
 /// (or empty, which counts as unset here as everywhere).
 fn colour() -> bool {
-    // SAFETY: isatty only inspects the descriptor.
-    let terminal = unsafe { libc::isatty(libc::STDOUT_FILENO) } == 1;
+    use std::io::IsTerminal;
+    let terminal = std::io::stdout().is_terminal();
     terminal && std::env::var_os("NO_COLOR").is_none_or(|value| value.is_empty())
 }
 

@@ -14,10 +14,11 @@
 use crate::fsio;
 use crate::lease::{DurableJobLease, MAX_JOURNAL_BYTES, ReadFailure, is_wrapper_id, read_lease};
 use crate::stat::{FileKind, FileStat};
+use crate::sys;
 use std::ffi::CString;
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, FromRawFd};
+use std::os::fd::AsFd;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::Path;
 
@@ -68,48 +69,16 @@ impl LeaseDir {
     /// evidence they are. [`read_lease`] then parses what was opened.
     pub fn open_journal(&self, name: &[u8]) -> Result<(File, FileStat), ReadFailure> {
         let c_name = CString::new(name).map_err(|_| ReadFailure::NotRegular(FileKind::Unknown))?;
-        // SAFETY: the directory fd is open for the lifetime of `self` and
-        // `c_name` is a valid NUL-terminated string.
-        let fd = unsafe {
-            libc::openat(
-                self.dir.as_raw_fd(),
-                c_name.as_ptr(),
-                libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC,
-            )
+        let opened = sys::fs::open_at(
+            self.dir.as_fd(),
+            &c_name,
+            libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK,
+            0,
+        );
+        let file = match opened {
+            Ok(file) => file,
+            Err(error) => return Err(self.refused(&c_name, error)),
         };
-        if fd < 0 {
-            let error = io::Error::last_os_error();
-            return Err(match error.raw_os_error() {
-                Some(libc::ENOENT) => ReadFailure::Missing,
-                // A symlink (ELOOP), a socket (ENXIO) or something else that
-                // is not a plain file.
-                Some(libc::ELOOP | libc::ENXIO | libc::ENODEV | libc::EISDIR) => {
-                    let kind = self
-                        .stat_at(&c_name)
-                        .map(|stat| FileKind::of_mode(stat.st_mode));
-                    ReadFailure::NotRegular(match error.raw_os_error() {
-                        Some(errno @ (libc::ELOOP | libc::EISDIR)) => {
-                            FileKind::refused_open(errno).unwrap_or(FileKind::Unknown)
-                        }
-                        _ => kind.unwrap_or(FileKind::Unknown),
-                    })
-                }
-                Some(libc::EACCES | libc::EPERM) => {
-                    let uid = self.stat_at(&c_name).ok().map(|stat| stat.st_uid);
-                    if uid == Some(self.euid) {
-                        ReadFailure::Unreadable(error.to_string())
-                    } else {
-                        ReadFailure::ForeignOwner {
-                            uid,
-                            euid: self.euid,
-                        }
-                    }
-                }
-                _ => ReadFailure::Unreadable(error.to_string()),
-            });
-        }
-        // SAFETY: `fd` was just returned by openat and is owned by nobody else.
-        let file = unsafe { File::from_raw_fd(fd) };
         let meta = file
             .metadata()
             .map_err(|error| ReadFailure::Unreadable(error.to_string()))?;
@@ -133,6 +102,40 @@ impl LeaseDir {
         Ok((file, stat))
     }
 
+    /// What a refused open of the journal `c_name` means: missing, not a
+    /// plain file (what the listing or a look without following says it
+    /// is), another user's, or unreadable.
+    fn refused(&self, c_name: &CString, error: io::Error) -> ReadFailure {
+        match error.raw_os_error() {
+            Some(libc::ENOENT) => ReadFailure::Missing,
+            // A symlink (ELOOP), a socket (ENXIO) or something else that
+            // is not a plain file.
+            Some(libc::ELOOP | libc::ENXIO | libc::ENODEV | libc::EISDIR) => {
+                let kind = self
+                    .stat_at(c_name)
+                    .map(|stat| FileKind::of_mode(stat.st_mode));
+                ReadFailure::NotRegular(match error.raw_os_error() {
+                    Some(errno @ (libc::ELOOP | libc::EISDIR)) => {
+                        FileKind::refused_open(errno).unwrap_or(FileKind::Unknown)
+                    }
+                    _ => kind.unwrap_or(FileKind::Unknown),
+                })
+            }
+            Some(libc::EACCES | libc::EPERM) => {
+                let uid = self.stat_at(c_name).ok().map(|stat| stat.st_uid);
+                if uid == Some(self.euid) {
+                    ReadFailure::Unreadable(error.to_string())
+                } else {
+                    ReadFailure::ForeignOwner {
+                        uid,
+                        euid: self.euid,
+                    }
+                }
+            }
+            _ => ReadFailure::Unreadable(error.to_string()),
+        }
+    }
+
     /// Reads and parses the journal of `wrapper_id` (which must be canonical).
     pub fn load(&self, wrapper_id: &str) -> Result<DurableJobLease, ReadFailure> {
         if !is_wrapper_id(wrapper_id) {
@@ -148,15 +151,8 @@ impl LeaseDir {
     }
 }
 
-/// The open directory's descriptor, for the lease-directory lock.
-impl AsRawFd for LeaseDir {
-    fn as_raw_fd(&self) -> std::os::fd::RawFd {
-        self.dir.as_raw_fd()
-    }
-}
-
 /// The open directory's descriptor, borrowed: for what is asked of the
-/// directory itself (whether rch could write it).
+/// directory itself (whether rch could write it) and its sweep lock.
 impl AsFd for LeaseDir {
     fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
         self.dir.as_fd()
@@ -181,7 +177,7 @@ impl ListedType {
 /// cannot be listed in its place) and consumed as it is read: nothing is
 /// collected, so memory does not grow with the number of entries.
 pub struct Listing {
-    dir: std::ptr::NonNull<libc::DIR>,
+    stream: sys::fs::DirStream,
 }
 
 impl Listing {
@@ -189,43 +185,11 @@ impl Listing {
     /// at the end. An error means the listing cannot go on (the caller must
     /// not take what it saw for the whole directory).
     pub fn next_entry(&mut self) -> Option<io::Result<(&[u8], ListedType)>> {
-        loop {
-            // readdir reports an error only through errno, so clear it first.
-            // SAFETY: __errno_location returns this thread's errno slot,
-            // valid for the thread's lifetime.
-            unsafe { *libc::__errno_location() = 0 };
-            // SAFETY: `self.dir` is an open DIR stream owned by this value and
-            // used by this thread only (`Listing` is neither Send nor Sync).
-            let entry = unsafe { libc::readdir(self.dir.as_ptr()) };
-            if entry.is_null() {
-                let error = io::Error::last_os_error();
-                return match error.raw_os_error() {
-                    Some(0) | None => None,
-                    Some(_) => Some(Err(error)),
-                };
-            }
-            // SAFETY: readdir returned a non-null pointer to an entry that
-            // stays valid until the next readdir or closedir on this stream,
-            // both of which need `&mut self`, which the returned borrow holds.
-            let (name, kind) = unsafe {
-                let entry = &*entry;
-                (
-                    std::ffi::CStr::from_ptr(entry.d_name.as_ptr()).to_bytes(),
-                    entry.d_type,
-                )
-            };
-            if name != b"." && name != b".." {
-                return Some(Ok((name, ListedType(kind))));
-            }
-        }
-    }
-}
-
-impl Drop for Listing {
-    fn drop(&mut self) {
-        // SAFETY: the stream is open and owned by this value; closedir also
-        // closes the duplicated descriptor it was made from.
-        unsafe { libc::closedir(self.dir.as_ptr()) };
+        Some(
+            self.stream
+                .read_entry()?
+                .map(|(name, kind)| (name, ListedType(kind))),
+        )
     }
 }
 
@@ -234,26 +198,9 @@ impl LeaseDir {
     /// listing owns a duplicate of the descriptor (close-on-exec, like every
     /// descriptor this tool opens), so reading journals meanwhile is unaffected.
     pub fn list(&self) -> io::Result<Listing> {
-        // SAFETY: the directory fd is open for the lifetime of `self`;
-        // F_DUPFD_CLOEXEC returns a new descriptor or -1.
-        let fd = unsafe { libc::fcntl(self.dir.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 0) };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: `fd` is a fresh descriptor of a directory, owned by nobody
-        // else; on success the DIR stream takes it over.
-        let dir = unsafe { libc::fdopendir(fd) };
-        let Some(dir) = std::ptr::NonNull::new(dir) else {
-            let error = io::Error::last_os_error();
-            // SAFETY: fdopendir failed, so `fd` is still ours to close.
-            unsafe { libc::close(fd) };
-            return Err(error);
-        };
-        // A duplicate shares the file offset: start from the first entry
-        // whatever listed this descriptor before.
-        // SAFETY: `dir` is the open stream just made.
-        unsafe { libc::rewinddir(dir.as_ptr()) };
-        Ok(Listing { dir })
+        Ok(Listing {
+            stream: sys::fs::DirStream::open(self.dir.as_fd())?,
+        })
     }
 }
 

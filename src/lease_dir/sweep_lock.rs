@@ -11,8 +11,10 @@
 
 use super::LeaseDir;
 use crate::proc_locks;
+use crate::sys;
+use crate::sys::fs::TryLock;
 use std::io;
-use std::os::fd::AsRawFd;
+use std::os::fd::AsFd;
 use std::path::Path;
 
 /// Why the lease directory could not be locked.
@@ -26,16 +28,10 @@ pub enum SweepLockError {
 /// Takes the sweep lock on the open lease directory `dir`, without
 /// waiting; it is released when `dir` is closed (or the process dies).
 pub fn acquire(dir: &LeaseDir) -> Result<(), SweepLockError> {
-    // SAFETY: the descriptor is open for the lifetime of `dir`.
-    let rc = unsafe { libc::flock(dir.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    if rc == 0 {
-        return Ok(());
-    }
-    let error = io::Error::last_os_error();
-    if error.raw_os_error() == Some(libc::EWOULDBLOCK) {
-        Err(SweepLockError::Busy)
-    } else {
-        Err(SweepLockError::Io(error))
+    match sys::fs::try_lock_exclusive(dir.as_fd()) {
+        Ok(TryLock::Taken) => Ok(()),
+        Ok(TryLock::Busy) => Err(SweepLockError::Busy),
+        Err(error) => Err(SweepLockError::Io(error)),
     }
 }
 

@@ -10,9 +10,9 @@
 //! same of the path.
 
 use super::LeaseDir;
-use crate::account;
+use crate::{account, sys};
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::path::Path;
 
 /// Why rch could not rewrite a journal in the lease directory.
@@ -96,35 +96,14 @@ pub fn check_path(path: &Path) -> Result<(), Unwritable> {
 /// The mount flags of the file system `fd` lies on (`f_flag` of
 /// `fstatvfs`).
 fn mount_flags(fd: BorrowedFd<'_>) -> io::Result<libc::c_ulong> {
-    let mut stat = std::mem::MaybeUninit::<libc::statvfs>::zeroed();
-    // SAFETY: the descriptor is open for the borrow and `stat` is valid for
-    // writes of one `statvfs`.
-    if unsafe { libc::fstatvfs(fd.as_raw_fd(), stat.as_mut_ptr()) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: fstatvfs returned 0, so it filled `stat`.
-    Ok(unsafe { stat.assume_init() }.f_flag)
+    Ok(sys::fs::fstatvfs(fd)?.f_flag)
 }
 
 /// Whether this process may create and rename files in the folder `fd`,
 /// as the kernel judges it for the effective ids (modes, ACLs, a
 /// read-only mount: `EROFS`).
 fn may_write(fd: BorrowedFd<'_>) -> io::Result<()> {
-    // SAFETY: the descriptor is open for the borrow and "." is a valid
-    // NUL-terminated string; the call only reads them.
-    let rc = unsafe {
-        libc::faccessat(
-            fd.as_raw_fd(),
-            c".".as_ptr(),
-            libc::W_OK | libc::X_OK,
-            libc::AT_EACCESS,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    sys::fs::access_at(fd, c".", libc::W_OK | libc::X_OK)
 }
 
 #[cfg(test)]

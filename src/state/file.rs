@@ -264,9 +264,7 @@ mod tests {
     fn a_fifo_a_folder_or_a_link_at_the_path_is_refused_and_left_alone() {
         let dir = tempfile::tempdir().expect("tempdir");
         let fifo = dir.path().join("fifo.json");
-        let c_path = std::ffi::CString::new(fifo.to_str().expect("utf8")).expect("cstring");
-        // SAFETY: a valid NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+        crate::sys::fs::mkfifo(&fifo, 0o600).expect("mkfifo");
         let target = dir.path().join("target.json");
         std::fs::write(&target, "garbage").expect("write");
         let link = dir.path().join("link.json");

@@ -10,9 +10,11 @@ use super::folder::is_untrusted;
 use crate::exit::{ExitCode, Fatal};
 use crate::fsio::{self, Folder};
 use crate::stat::FileKind;
+use crate::sys;
+use crate::sys::fs::TryLock;
 use std::fs::File;
 use std::io::{self, Read, Seek, Write};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -113,11 +115,9 @@ pub fn acquire_in(folder: &Folder, name: &std::ffi::OsStr) -> Result<StateLock, 
     if meta.uid() != crate::account::euid() {
         return Err(not_ours("owned by another user"));
     }
-    // SAFETY: the descriptor is open and owned by `file` for this call.
-    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    if rc != 0 {
-        let error = io::Error::last_os_error();
-        if error.raw_os_error() == Some(libc::EWOULDBLOCK) {
+    match sys::fs::try_lock_exclusive(file.as_fd()).map_err(StateLockError::Io)? {
+        TryLock::Taken => {}
+        TryLock::Busy => {
             let mut text = String::new();
             let holder = file
                 .read_to_string(&mut text)
@@ -126,7 +126,6 @@ pub fn acquire_in(folder: &Folder, name: &std::ffi::OsStr) -> Result<StateLock, 
                 .or_else(|| holder_in_proc_locks(&file));
             return Err(StateLockError::Busy { holder });
         }
-        return Err(StateLockError::Io(error));
     }
     file.set_len(0).map_err(StateLockError::Io)?;
     file.rewind().map_err(StateLockError::Io)?;
