@@ -8,10 +8,12 @@
 
 mod common;
 
+use common::backoff::write_due_entry;
+use common::locks::{self, release};
+use common::wrap::wrapped;
 use common::*;
 use serde_json::{Value, json};
 use std::fs;
-use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -27,26 +29,7 @@ const EARLIER_SUCCESS_MS: u64 = 1_700_000_000_000;
 /// Writes a state file with one backoff entry for `id` (3 failures, due
 /// now) and [`EARLIER_SUCCESS_MS`]; returns the entry as written.
 fn state_with_entry(world: &World, id: &str) -> Value {
-    let entry = json!({
-        "failures": 3,
-        "next_attempt_unix_ms": now_ms() - 1000,
-        "last_attempt_unix_ms": now_ms() - 60_000,
-        "last_error": "exit status: 1: worker unreachable",
-        "worker_id": "w1",
-        "build_id": 30052631078502447u64,
-    });
-    let state = json!({
-        "version": 1,
-        "last_success_unix_ms": EARLIER_SUCCESS_MS,
-        "leases": {id: entry.clone()},
-    });
-    fs::create_dir_all(world.state_file().parent().expect("folder")).expect("mkdir");
-    fs::write(
-        world.state_file(),
-        serde_json::to_vec_pretty(&state).expect("json"),
-    )
-    .expect("write state");
-    entry
+    write_due_entry(world, id, Some(EARLIER_SUCCESS_MS)).0
 }
 
 /// The state file's entries are exactly `id`'s, as it was written:
@@ -81,23 +64,6 @@ fn rows(document: &Value) -> Vec<(String, String, Option<String>)> {
             )
         })
         .collect()
-}
-
-/// `inner` (the binary with its arguments and environment) run by
-/// `prefix` (e.g. `prlimit --nproc=1 --`, `strace ...`).
-fn wrapped(prefix: &[&str], inner: &Command) -> Command {
-    let mut outer = Command::new(prefix[0]);
-    outer
-        .args(&prefix[1..])
-        .arg(inner.get_program())
-        .args(inner.get_args());
-    for (key, value) in inner.get_envs() {
-        match value {
-            Some(value) => outer.env(key, value),
-            None => outer.env_remove(key),
-        };
-    }
-    outer
 }
 
 // ------------------------------------------------------------------ 1. shim
@@ -412,29 +378,7 @@ fn a_process_out_of_descriptors_is_75_and_charges_no_lease() {
 /// `flock`, as an operator's `rch jobs recover` or rchd would), returned
 /// once it holds it.
 fn hold_flock(path: &Path) -> Child {
-    use std::os::unix::process::CommandExt;
-    // In a group of its own, so that its release can end the sleep too.
-    let mut holder = Command::new("flock")
-        .arg(path)
-        .args(["sh", "-c", "echo held; exec sleep 60"])
-        .stdout(Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .expect("flock");
-    let mut line = String::new();
-    BufReader::new(holder.stdout.take().expect("stdout"))
-        .read_line(&mut line)
-        .expect("read");
-    assert_eq!(line.trim(), "held");
-    holder
-}
-
-/// Ends the holder and the command it runs (which shares its lock).
-fn release(mut holder: Child) {
-    let group = libc::pid_t::try_from(holder.id()).expect("pid");
-    // SAFETY: signals the holder's own process group, made for it above.
-    unsafe { libc::kill(-group, libc::SIGKILL) };
-    let _ = holder.wait();
+    locks::hold_flock(Command::new("flock"), path, "")
 }
 
 /// A fake `rch jobs recover` that, as the real one, takes the lease's

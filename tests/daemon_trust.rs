@@ -12,6 +12,8 @@
 
 mod common;
 
+use common::isolated::{isolate, run_json, sweep};
+use common::wrap::wrapped;
 use common::*;
 use serde_json::{Value, json};
 use std::fs;
@@ -27,37 +29,6 @@ const WAIT_MS: (&str, &str) = ("RCH_SWEEP_TEST_DAEMON_WAIT_MS", "100");
 
 fn utf8(path: &Path) -> &str {
     path.to_str().expect("utf8 path")
-}
-
-/// The binary for a run on `world` with `args`, with the world's own home
-/// and none of the host's places for a daemon.
-fn sweep(world: &World, args: &[&str]) -> Command {
-    let mut command = world.command(args);
-    isolate(world, &mut command);
-    command
-}
-
-fn isolate(world: &World, command: &mut Command) {
-    let home = world.path("home");
-    fs::create_dir_all(&home).expect("home");
-    command
-        .current_dir(world.dir.path())
-        .env("HOME", &home)
-        .env_remove("XDG_RUNTIME_DIR")
-        .env_remove("XDG_CACHE_HOME")
-        .env_remove("XDG_CONFIG_HOME");
-}
-
-/// Runs it with `--json`: exit code, document, stderr.
-fn run_json(mut command: Command) -> (i32, Value, String) {
-    command.arg("--json");
-    let output = command.output().expect("run rch-sweep");
-    let document = one_document(&output);
-    (
-        output.status.code().unwrap_or(-1),
-        document,
-        stderr(&output),
-    )
 }
 
 /// The last success every state file here starts with (ms).
@@ -398,26 +369,6 @@ fn a_stop_signal_while_the_daemon_does_not_reply_ends_the_run_charging_nothing()
 }
 
 // ---------------------------------------------------------------- host
-
-/// `inner` (the binary with its arguments and environment) run by
-/// `prefix` (`strace ...`).
-fn wrapped(prefix: &[&str], inner: &Command) -> Command {
-    let mut outer = Command::new(prefix[0]);
-    outer
-        .args(&prefix[1..])
-        .arg(inner.get_program())
-        .args(inner.get_args());
-    if let Some(dir) = inner.get_current_dir() {
-        outer.current_dir(dir);
-    }
-    for (key, value) in inner.get_envs() {
-        match value {
-            Some(value) => outer.env(key, value),
-            None => outer.env_remove(key),
-        };
-    }
-    outer
-}
 
 #[test]
 fn a_host_that_cannot_start_rchs_status_query_is_75_and_charges_nothing() {
