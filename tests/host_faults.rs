@@ -315,6 +315,31 @@ fn noting_rch(world: &World) -> (PathBuf, PathBuf) {
     (rch, started)
 }
 
+/// Two due leases (on `w1` and `w2`), the first with a backoff entry, and
+/// a [`noting_rch`]: returns the first's id and entry, the rch, and where
+/// it notes a start.
+fn two_due_leases(world: &World) -> (String, Value, PathBuf, PathBuf) {
+    let first = Journal::stale("w1", 3 * HOUR_MS);
+    let second = Journal::stale("w2", 2 * HOUR_MS);
+    world.add(&first);
+    world.add(&second);
+    let entry = write_due_entry(world, &first.id, None).0;
+    let (rch, started) = noting_rch(world);
+    (first.id, entry, rch, started)
+}
+
+/// The options naming a run's lease directory, state file and `rch`.
+fn places<'a>(leases: &'a Path, state_file: &'a Path, rch: &'a Path) -> [&'a str; 6] {
+    [
+        "--lease-dir",
+        utf8(leases),
+        "--state-file",
+        utf8(state_file),
+        "--rch",
+        utf8(rch),
+    ]
+}
+
 /// What every run into an unwritable lease directory shows: 74, every due
 /// lease deferred with `error`, the backoff entry as it was, no new one,
 /// no `rch` started.
@@ -351,12 +376,7 @@ fn a_read_only_lease_directory_starts_nothing_charges_nothing_and_exits_74() {
         return;
     }
     let world = World::new();
-    let first = Journal::stale("w1", 3 * HOUR_MS);
-    let second = Journal::stale("w2", 2 * HOUR_MS);
-    world.add(&first);
-    world.add(&second);
-    let entry = write_due_entry(&world, &first.id, None).0;
-    let (rch, started) = noting_rch(&world);
+    let (id, entry, rch, started) = two_due_leases(&world);
     let setup = r#"
 mount --bind "$W/job-leases" "$W/job-leases"
 mount -o remount,bind,ro "$W/job-leases"
@@ -367,14 +387,7 @@ echo ready
     let leases = world.leases();
     let prom = world.path("rch.prom");
     let state_file = world.state_file();
-    let common = [
-        "--lease-dir",
-        utf8(&leases),
-        "--state-file",
-        utf8(&state_file),
-        "--rch",
-        utf8(&rch),
-    ];
+    let common = places(&leases, &state_file, &rch);
     let mut args = vec!["--json", "--metrics-file", utf8(&prom)];
     args.extend_from_slice(&common);
     let output = ns.sweep(&args);
@@ -382,7 +395,7 @@ echo ready
         "the lease directory {} is read-only (mounted ro): rch could not rewrite a journal",
         leases.display()
     );
-    assert_unwritable_run(&output, &error, &world.state(), (&first.id, &entry));
+    assert_unwritable_run(&output, &error, &world.state(), (&id, &entry));
     assert!(!started.exists(), "rch was started");
     let metrics = fs::read_to_string(&prom).expect("metrics written");
     assert!(
@@ -427,12 +440,7 @@ fn a_lease_directory_this_user_may_not_write_starts_nothing_and_exits_74() {
         return;
     }
     let world = World::new();
-    let first = Journal::stale("w1", 3 * HOUR_MS);
-    let second = Journal::stale("w2", 2 * HOUR_MS);
-    world.add(&first);
-    world.add(&second);
-    let entry = write_due_entry(&world, &first.id, None).0;
-    let (rch, started) = noting_rch(&world);
+    let (id, entry, rch, started) = two_due_leases(&world);
     world.hand_to_nobody();
     give_to_nobody(&world.state_file());
     // Its owner's, but not writable: as rch would meet it running as them.
@@ -444,7 +452,7 @@ fn a_lease_directory_this_user_may_not_write_starts_nothing_and_exits_74() {
         "the lease directory {} is not writable by nobody (uid {NOBODY}): rch could not rewrite a journal",
         world.leases().display()
     );
-    assert_unwritable_run(&output, &error, &world.state(), (&first.id, &entry));
+    assert_unwritable_run(&output, &error, &world.state(), (&id, &entry));
     assert!(!started.exists(), "rch was started");
     let output = as_nobody(&mut world.sub(&["doctor", "--json", "--rch", utf8(&rch)]))
         .output()
@@ -500,14 +508,7 @@ fn doctor_fails_a_state_file_system_with_no_byte_or_no_inode_free_and_a_run_exit
             .expect("a tmpfs needs no loop device");
         let state_file = world.path("full/rch-sweep/backoff.json");
         let leases = world.leases();
-        let common = [
-            "--lease-dir",
-            utf8(&leases),
-            "--state-file",
-            utf8(&state_file),
-            "--rch",
-            utf8(&rch),
-        ];
+        let common = places(&leases, &state_file, &rch);
         let mut args = vec!["--json"];
         args.extend_from_slice(&common);
         let output = ns.sweep(&args);
