@@ -9,6 +9,7 @@
 mod common;
 
 use common::backoff::write_due_entry;
+use common::doctor_rows::row;
 use common::locks::{self, release};
 use common::wrap::wrapped;
 use common::*;
@@ -68,6 +69,19 @@ fn rows(document: &Value) -> Vec<(String, String, Option<String>)> {
 
 // ------------------------------------------------------------------ 1. shim
 
+/// Three stale leases on `w1`, oldest first, added to the world.
+fn three_due_on_w1(world: &World) -> [Journal; 3] {
+    let journals = [
+        Journal::stale("w1", 3 * HOUR_MS),
+        Journal::stale("w1", 2 * HOUR_MS),
+        Journal::stale("w1", HOUR_MS),
+    ];
+    for journal in &journals {
+        world.add(journal);
+    }
+    journals
+}
+
 #[test]
 fn an_rch_shim_that_exits_126_or_127_is_78_and_costs_no_lease_a_failure() {
     // rch installed as a wrapper whose program is on a login shell's PATH
@@ -78,12 +92,7 @@ fn an_rch_shim_that_exits_126_or_127_is_78_and_costs_no_lease_a_failure() {
     ];
     for (code, exec, words) in cases {
         let world = World::new();
-        let first = Journal::stale("w1", 3 * HOUR_MS);
-        let second = Journal::stale("w1", 2 * HOUR_MS);
-        let third = Journal::stale("w1", HOUR_MS);
-        for journal in [&first, &second, &third] {
-            world.add(journal);
-        }
+        let [first, second, third] = three_due_on_w1(&world);
         let entry = state_with_entry(&world, &first.id);
         let started = world.path("started.log");
         let rch = world.fake_rch(
@@ -159,12 +168,7 @@ fn rch_1x(world: &World, calls: &Path) -> PathBuf {
 #[test]
 fn an_rch_without_jobs_recover_is_78_and_costs_no_lease_a_failure() {
     let world = World::new();
-    let first = Journal::stale("w1", 3 * HOUR_MS);
-    let second = Journal::stale("w1", 2 * HOUR_MS);
-    let third = Journal::stale("w1", HOUR_MS);
-    for journal in [&first, &second, &third] {
-        world.add(journal);
-    }
+    three_due_on_w1(&world);
     let calls = world.path("calls.log");
     let rch = rch_1x(&world, &calls);
     let output = world
@@ -216,13 +220,7 @@ fn an_rch_without_jobs_recover_is_78_and_costs_no_lease_a_failure() {
         .expect("doctor");
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     let document = one_document(&output);
-    let check = document["checks"]
-        .as_array()
-        .expect("checks")
-        .iter()
-        .find(|check| check["check"] == "rch")
-        .expect("rch check")
-        .clone();
+    let check = row(&document, "rch");
     assert_eq!(check["status"], "fail", "{check}");
     let finding = check["finding"].as_str().expect("finding");
     assert!(

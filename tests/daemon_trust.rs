@@ -12,6 +12,8 @@
 
 mod common;
 
+use common::backoff::{twice_failed_entry, write_entry};
+use common::doctor_rows::row;
 use common::isolated::{isolate, run_json, sweep};
 use common::wrap::wrapped;
 use common::*;
@@ -37,17 +39,8 @@ const EARLIER_SUCCESS_MS: u64 = 1_700_000_000_000;
 /// Writes a state file with one backoff entry for `id`, failed twice and
 /// due now; returns the entry as written.
 fn seed_entry(world: &World, id: &str, worker: &str) -> Value {
-    let entry = json!({"failures": 2, "next_attempt_unix_ms": now_ms() - 60_000,
-        "last_attempt_unix_ms": now_ms() - 3_600_000, "last_error": "exit status: 1: earlier",
-        "worker_id": worker, "build_id": 30052631078502447u64});
-    fs::create_dir_all(world.state_file().parent().expect("parent")).expect("mkdir");
-    fs::write(
-        world.state_file(),
-        json!({"version": 1, "last_success_unix_ms": EARLIER_SUCCESS_MS,
-            "leases": {id: entry.clone()}})
-        .to_string(),
-    )
-    .expect("state");
+    let entry = twice_failed_entry(worker);
+    write_entry(world, id, &entry, Some(EARLIER_SUCCESS_MS));
     entry
 }
 
@@ -190,13 +183,7 @@ fn a_socket_named_explicitly_is_used_whoever_listens_and_doctor_warns() {
         }
         let output = command.output().expect("doctor");
         let document = one_document(&output);
-        document["checks"]
-            .as_array()
-            .expect("checks")
-            .iter()
-            .find(|row| row["check"] == "daemon")
-            .cloned()
-            .expect("daemon row")
+        row(&document, "daemon").clone()
     };
     let row = doctor(&["--socket", socket], None);
     assert_eq!(row["status"], "warn", "{row}");

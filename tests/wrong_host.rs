@@ -9,6 +9,7 @@
 mod common;
 
 use common::backoff::write_due_entry;
+use common::doctor_rows::row;
 use common::*;
 use serde_json::{Value, json};
 use std::fs;
@@ -618,13 +619,7 @@ fn a_state_folder_that_is_a_link_is_refused_by_run_forget_and_doctor_alike() {
         .output()
         .expect("doctor");
     let document = one_document(&output);
-    let state = document["checks"]
-        .as_array()
-        .expect("checks")
-        .iter()
-        .find(|row| row["check"] == "state")
-        .expect("a state row")
-        .clone();
+    let state = row(&document, "state");
     assert_eq!(state["status"], "fail", "{document}");
     assert!(
         state["finding"]
