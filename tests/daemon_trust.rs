@@ -76,6 +76,14 @@ fn nobodys_folder(world: &World, name: &str) -> PathBuf {
     folder
 }
 
+/// Another user's daemon, healthy, listening at `rch.sock` in a
+/// [`nobodys_folder`] `run`: returns the folder and the daemon.
+fn nobodys_daemon(world: &World) -> (PathBuf, FakeDaemon) {
+    let runtime = nobodys_folder(world, "run");
+    let daemon = FakeDaemon::start_as_nobody(&runtime.join("rch.sock"), Reply::Healthy);
+    (runtime, daemon)
+}
+
 /// Two stale leases on two workers, the first with a backoff entry; a
 /// fake rch that knows its daemon and logs each recovery it starts to
 /// `started` before failing.
@@ -107,8 +115,7 @@ fn another_users_listener_at_the_socket_rch_names_is_not_answering() {
         return;
     }
     let world = World::new();
-    let runtime = nobodys_folder(&world, "run");
-    let daemon = FakeDaemon::start_as_nobody(&runtime.join("rch.sock"), Reply::Healthy);
+    let (runtime, daemon) = nobodys_daemon(&world);
     let (journals, entry, started, rch) = two_leases(&world);
     let mut command = sweep(&world, &["--rch", utf8(&rch)]);
     command
@@ -146,8 +153,7 @@ fn a_socket_named_explicitly_is_used_whoever_listens_and_doctor_warns() {
         return;
     }
     let world = World::new();
-    let runtime = nobodys_folder(&world, "run");
-    let daemon = FakeDaemon::start_as_nobody(&runtime.join("rch.sock"), Reply::Healthy);
+    let (runtime, daemon) = nobodys_daemon(&world);
     let socket = utf8(&daemon.socket);
     let rch = world.completing_daemon_rch();
     for by_env in [false, true] {
@@ -208,8 +214,7 @@ fn another_users_listener_at_another_usual_place_is_passed_over() {
         return;
     }
     let world = World::new();
-    let runtime = nobodys_folder(&world, "run");
-    let daemon = FakeDaemon::start_as_nobody(&runtime.join("rch.sock"), Reply::Healthy);
+    let (runtime, daemon) = nobodys_daemon(&world);
     // The socket file this user's, so only who listens tells it apart.
     std::os::unix::fs::chown(&daemon.socket, Some(0), Some(0)).expect("chown");
     let (journals, entry, started, rch) = two_leases(&world);

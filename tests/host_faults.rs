@@ -17,6 +17,7 @@ mod common;
 use common::backoff::write_due_entry;
 use common::doctor_rows::row;
 use common::locks::{hold_flock, release};
+use common::mounts::private_mount_namespace;
 use common::*;
 use serde_json::{Value, json};
 use std::ffi::OsStr;
@@ -50,16 +51,7 @@ impl Namespace {
         let script = format!(
             "set -eu\nPATH=/usr/sbin:/usr/bin:/sbin:/bin:$PATH\nW=$1\n{setup}\nread -r _ || true\n{teardown}\n"
         );
-        let mut shell = Command::new("unshare")
-            .args([
-                "--mount",
-                "--propagation",
-                "private",
-                "sh",
-                "-c",
-                &script,
-                "sh",
-            ])
+        let mut shell = private_mount_namespace(&script)
             .arg(dir)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -13,6 +13,7 @@ pub mod backoff;
 pub mod doctor_rows;
 pub mod isolated;
 pub mod locks;
+pub mod mounts;
 pub mod wrap;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_rch-sweep");
