@@ -10,8 +10,8 @@ mod common;
 
 use common::backoff::write_due_entry;
 use common::doctor_rows::row;
-use common::locks::{self, release};
-use common::wrap::wrapped;
+use common::locks::{self, TAKE_RECOVERY_LOCK_SH, release};
+use common::wrap::{under_strace, wrapped};
 use common::*;
 use serde_json::{Value, json};
 use std::fs;
@@ -336,22 +336,9 @@ fn a_process_out_of_descriptors_is_75_and_charges_no_lease() {
     // Every pipe the sweep asks for fails as when the process is out of
     // descriptors (the child's stderr pipe is the first).
     let inner = world.command(&["--json", "--rch", utf8(&rch)]);
-    let output = wrapped(
-        &[
-            "strace",
-            "-f",
-            "-qq",
-            "-o",
-            "/dev/null",
-            "-e",
-            "trace=pipe,pipe2",
-            "-e",
-            "inject=pipe,pipe2:error=EMFILE",
-        ],
-        &inner,
-    )
-    .output()
-    .expect("run under strace");
+    let output = under_strace(&["-f"], "pipe,pipe2", "error=EMFILE", &inner)
+        .output()
+        .expect("run under strace");
     assert_eq!(output.status.code(), Some(75), "{}", stderr(&output));
     let document = one_document(&output);
     assert_eq!(
@@ -388,8 +375,7 @@ fn locking_rch(world: &World, before: &str) -> PathBuf {
     world.fake_rch(
         "rch",
         &format!(
-            "echo \"$3\" >> '{log}'\n{before}\nexec 9>\"$leases/$3.recovery.lock\"\n\
-             flock -n 9 || {{ echo \"error: lease $3 is being recovered by another process\" >&2; exit 1; }}\n\
+            "echo \"$3\" >> '{log}'\n{before}\n{TAKE_RECOVERY_LOCK_SH}\n\
              cp '{done}'/\"$3.json\" \"$leases/$3.json\"",
             log = world.path("started.log").display(),
             done = world.path("done").display(),
@@ -671,22 +657,9 @@ fn metrics_path(world: &World) -> PathBuf {
 /// the first, the metrics file's the second.
 fn sweep_under_strace(world: &World, args: &[&str], inject: &str) -> std::process::Output {
     let inner = world.command(args);
-    let renames = "rename,renameat,renameat2";
-    wrapped(
-        &[
-            "strace",
-            "-qq",
-            "-o",
-            "/dev/null",
-            "-e",
-            &format!("trace={renames}"),
-            "-e",
-            &format!("inject={renames}:{inject}"),
-        ],
-        &inner,
-    )
-    .output()
-    .expect("run under strace")
+    under_strace(&[], "rename,renameat,renameat2", inject, &inner)
+        .output()
+        .expect("run under strace")
 }
 
 #[test]

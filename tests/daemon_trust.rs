@@ -15,7 +15,7 @@ mod common;
 use common::backoff::{twice_failed_entry, write_entry};
 use common::doctor_rows::row;
 use common::isolated::{isolate, run_json, sweep};
-use common::wrap::wrapped;
+use common::wrap::under_strace;
 use common::*;
 use serde_json::{Value, json};
 use std::fs;
@@ -377,21 +377,9 @@ fn a_host_that_cannot_start_rchs_status_query_is_75_and_charges_nothing() {
     inner.env("XDG_RUNTIME_DIR", &runtime);
     // The main thread's first fork (`clone`; threads use clone3) is the
     // status query's; it fails as at the host's process limit.
-    let output = wrapped(
-        &[
-            "strace",
-            "-qq",
-            "-o",
-            "/dev/null",
-            "-e",
-            "trace=clone",
-            "-e",
-            "inject=clone:error=EAGAIN:when=1",
-        ],
-        &inner,
-    )
-    .output()
-    .expect("run under strace");
+    let output = under_strace(&[], "clone", "error=EAGAIN:when=1", &inner)
+        .output()
+        .expect("run under strace");
     assert_eq!(output.status.code(), Some(75), "{}", stderr(&output));
     let document = one_document(&output);
     // Told as a recovery the host could not start: the first due lease

@@ -16,7 +16,7 @@ mod common;
 
 use common::backoff::write_due_entry;
 use common::doctor_rows::row;
-use common::locks::{hold_flock, release};
+use common::locks::{TAKE_RECOVERY_LOCK_SH, hold_flock, release};
 use common::mounts::private_mount_namespace;
 use common::*;
 use serde_json::{Value, json};
@@ -174,8 +174,7 @@ fn held_locks_are_seen(name: &str, setup: &str, teardown: &str) {
     let rch = world.fake_rch(
         "rch",
         &format!(
-            "echo \"$3\" >> '{log}'\nexec 9>\"$leases/$3.recovery.lock\"\n\
-             flock -n 9 || {{ echo \"error: lease $3 is being recovered by another process\" >&2; exit 1; }}\n\
+            "echo \"$3\" >> '{log}'\n{TAKE_RECOVERY_LOCK_SH}\n\
              echo 'recovery failed on the worker' >&2; exit 1",
             log = log.display()
         ),

@@ -37,3 +37,10 @@ pub fn release(mut holder: Child) {
     unsafe { libc::kill(-group, libc::SIGKILL) };
     let _ = holder.wait();
 }
+
+/// What `rch jobs recover` does first, as a fake's `sh` (with `$leases`
+/// its lease directory and `$3` the lease): takes the lease's recovery
+/// lock without waiting, and fails at once, saying so, when another
+/// process holds it.
+pub const TAKE_RECOVERY_LOCK_SH: &str = "exec 9>\"$leases/$3.recovery.lock\"\n\
+     flock -n 9 || { echo \"error: lease $3 is being recovered by another process\" >&2; exit 1; }";

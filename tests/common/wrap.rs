@@ -22,3 +22,15 @@ pub fn wrapped(prefix: &[&str], inner: &Command) -> Command {
     }
     outer
 }
+
+/// `inner` run by strace (`flags` first, e.g. `-f`), which traces
+/// `syscalls` only, writes its trace nowhere, and injects `action` (e.g.
+/// `error=EMFILE`, `error=EAGAIN:when=1`) into them.
+pub fn under_strace(flags: &[&str], syscalls: &str, action: &str, inner: &Command) -> Command {
+    let trace = format!("trace={syscalls}");
+    let inject = format!("inject={syscalls}:{action}");
+    let mut prefix = vec!["strace"];
+    prefix.extend_from_slice(flags);
+    prefix.extend_from_slice(&["-qq", "-o", "/dev/null", "-e", &trace, "-e", &inject]);
+    wrapped(&prefix, inner)
+}
