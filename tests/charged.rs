@@ -8,10 +8,13 @@
 
 mod common;
 
+use common::backoff::write_due_entry;
+use common::doctor_rows::row;
+use common::locks::{self, TAKE_RECOVERY_LOCK_SH, release};
+use common::wrap::{under_strace, wrapped};
 use common::*;
 use serde_json::{Value, json};
 use std::fs;
-use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -27,26 +30,7 @@ const EARLIER_SUCCESS_MS: u64 = 1_700_000_000_000;
 /// Writes a state file with one backoff entry for `id` (3 failures, due
 /// now) and [`EARLIER_SUCCESS_MS`]; returns the entry as written.
 fn state_with_entry(world: &World, id: &str) -> Value {
-    let entry = json!({
-        "failures": 3,
-        "next_attempt_unix_ms": now_ms() - 1000,
-        "last_attempt_unix_ms": now_ms() - 60_000,
-        "last_error": "exit status: 1: worker unreachable",
-        "worker_id": "w1",
-        "build_id": 30052631078502447u64,
-    });
-    let state = json!({
-        "version": 1,
-        "last_success_unix_ms": EARLIER_SUCCESS_MS,
-        "leases": {id: entry.clone()},
-    });
-    fs::create_dir_all(world.state_file().parent().expect("folder")).expect("mkdir");
-    fs::write(
-        world.state_file(),
-        serde_json::to_vec_pretty(&state).expect("json"),
-    )
-    .expect("write state");
-    entry
+    write_due_entry(world, id, Some(EARLIER_SUCCESS_MS)).0
 }
 
 /// The state file's entries are exactly `id`'s, as it was written:
@@ -83,24 +67,20 @@ fn rows(document: &Value) -> Vec<(String, String, Option<String>)> {
         .collect()
 }
 
-/// `inner` (the binary with its arguments and environment) run by
-/// `prefix` (e.g. `prlimit --nproc=1 --`, `strace ...`).
-fn wrapped(prefix: &[&str], inner: &Command) -> Command {
-    let mut outer = Command::new(prefix[0]);
-    outer
-        .args(&prefix[1..])
-        .arg(inner.get_program())
-        .args(inner.get_args());
-    for (key, value) in inner.get_envs() {
-        match value {
-            Some(value) => outer.env(key, value),
-            None => outer.env_remove(key),
-        };
-    }
-    outer
-}
-
 // ------------------------------------------------------------------ 1. shim
+
+/// Three stale leases on `w1`, oldest first, added to the world.
+fn three_due_on_w1(world: &World) -> [Journal; 3] {
+    let journals = [
+        Journal::stale("w1", 3 * HOUR_MS),
+        Journal::stale("w1", 2 * HOUR_MS),
+        Journal::stale("w1", HOUR_MS),
+    ];
+    for journal in &journals {
+        world.add(journal);
+    }
+    journals
+}
 
 #[test]
 fn an_rch_shim_that_exits_126_or_127_is_78_and_costs_no_lease_a_failure() {
@@ -112,12 +92,7 @@ fn an_rch_shim_that_exits_126_or_127_is_78_and_costs_no_lease_a_failure() {
     ];
     for (code, exec, words) in cases {
         let world = World::new();
-        let first = Journal::stale("w1", 3 * HOUR_MS);
-        let second = Journal::stale("w1", 2 * HOUR_MS);
-        let third = Journal::stale("w1", HOUR_MS);
-        for journal in [&first, &second, &third] {
-            world.add(journal);
-        }
+        let [first, second, third] = three_due_on_w1(&world);
         let entry = state_with_entry(&world, &first.id);
         let started = world.path("started.log");
         let rch = world.fake_rch(
@@ -193,12 +168,7 @@ fn rch_1x(world: &World, calls: &Path) -> PathBuf {
 #[test]
 fn an_rch_without_jobs_recover_is_78_and_costs_no_lease_a_failure() {
     let world = World::new();
-    let first = Journal::stale("w1", 3 * HOUR_MS);
-    let second = Journal::stale("w1", 2 * HOUR_MS);
-    let third = Journal::stale("w1", HOUR_MS);
-    for journal in [&first, &second, &third] {
-        world.add(journal);
-    }
+    three_due_on_w1(&world);
     let calls = world.path("calls.log");
     let rch = rch_1x(&world, &calls);
     let output = world
@@ -250,13 +220,7 @@ fn an_rch_without_jobs_recover_is_78_and_costs_no_lease_a_failure() {
         .expect("doctor");
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     let document = one_document(&output);
-    let check = document["checks"]
-        .as_array()
-        .expect("checks")
-        .iter()
-        .find(|check| check["check"] == "rch")
-        .expect("rch check")
-        .clone();
+    let check = row(&document, "rch");
     assert_eq!(check["status"], "fail", "{check}");
     let finding = check["finding"].as_str().expect("finding");
     assert!(
@@ -372,22 +336,9 @@ fn a_process_out_of_descriptors_is_75_and_charges_no_lease() {
     // Every pipe the sweep asks for fails as when the process is out of
     // descriptors (the child's stderr pipe is the first).
     let inner = world.command(&["--json", "--rch", utf8(&rch)]);
-    let output = wrapped(
-        &[
-            "strace",
-            "-f",
-            "-qq",
-            "-o",
-            "/dev/null",
-            "-e",
-            "trace=pipe,pipe2",
-            "-e",
-            "inject=pipe,pipe2:error=EMFILE",
-        ],
-        &inner,
-    )
-    .output()
-    .expect("run under strace");
+    let output = under_strace(&["-f"], "pipe,pipe2", "error=EMFILE", &inner)
+        .output()
+        .expect("run under strace");
     assert_eq!(output.status.code(), Some(75), "{}", stderr(&output));
     let document = one_document(&output);
     assert_eq!(
@@ -412,29 +363,7 @@ fn a_process_out_of_descriptors_is_75_and_charges_no_lease() {
 /// `flock`, as an operator's `rch jobs recover` or rchd would), returned
 /// once it holds it.
 fn hold_flock(path: &Path) -> Child {
-    use std::os::unix::process::CommandExt;
-    // In a group of its own, so that its release can end the sleep too.
-    let mut holder = Command::new("flock")
-        .arg(path)
-        .args(["sh", "-c", "echo held; exec sleep 60"])
-        .stdout(Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .expect("flock");
-    let mut line = String::new();
-    BufReader::new(holder.stdout.take().expect("stdout"))
-        .read_line(&mut line)
-        .expect("read");
-    assert_eq!(line.trim(), "held");
-    holder
-}
-
-/// Ends the holder and the command it runs (which shares its lock).
-fn release(mut holder: Child) {
-    let group = libc::pid_t::try_from(holder.id()).expect("pid");
-    // SAFETY: signals the holder's own process group, made for it above.
-    unsafe { libc::kill(-group, libc::SIGKILL) };
-    let _ = holder.wait();
+    locks::hold_flock(Command::new("flock"), path, "")
 }
 
 /// A fake `rch jobs recover` that, as the real one, takes the lease's
@@ -446,8 +375,7 @@ fn locking_rch(world: &World, before: &str) -> PathBuf {
     world.fake_rch(
         "rch",
         &format!(
-            "echo \"$3\" >> '{log}'\n{before}\nexec 9>\"$leases/$3.recovery.lock\"\n\
-             flock -n 9 || {{ echo \"error: lease $3 is being recovered by another process\" >&2; exit 1; }}\n\
+            "echo \"$3\" >> '{log}'\n{before}\n{TAKE_RECOVERY_LOCK_SH}\n\
              cp '{done}'/\"$3.json\" \"$leases/$3.json\"",
             log = world.path("started.log").display(),
             done = world.path("done").display(),
@@ -729,22 +657,9 @@ fn metrics_path(world: &World) -> PathBuf {
 /// the first, the metrics file's the second.
 fn sweep_under_strace(world: &World, args: &[&str], inject: &str) -> std::process::Output {
     let inner = world.command(args);
-    let renames = "rename,renameat,renameat2";
-    wrapped(
-        &[
-            "strace",
-            "-qq",
-            "-o",
-            "/dev/null",
-            "-e",
-            &format!("trace={renames}"),
-            "-e",
-            &format!("inject={renames}:{inject}"),
-        ],
-        &inner,
-    )
-    .output()
-    .expect("run under strace")
+    under_strace(&[], "rename,renameat,renameat2", inject, &inner)
+        .output()
+        .expect("run under strace")
 }
 
 #[test]

@@ -12,6 +12,10 @@
 
 mod common;
 
+use common::backoff::{twice_failed_entry, write_entry};
+use common::doctor_rows::row;
+use common::isolated::{isolate, run_json, sweep};
+use common::wrap::under_strace;
 use common::*;
 use serde_json::{Value, json};
 use std::fs;
@@ -29,54 +33,14 @@ fn utf8(path: &Path) -> &str {
     path.to_str().expect("utf8 path")
 }
 
-/// The binary for a run on `world` with `args`, with the world's own home
-/// and none of the host's places for a daemon.
-fn sweep(world: &World, args: &[&str]) -> Command {
-    let mut command = world.command(args);
-    isolate(world, &mut command);
-    command
-}
-
-fn isolate(world: &World, command: &mut Command) {
-    let home = world.path("home");
-    fs::create_dir_all(&home).expect("home");
-    command
-        .current_dir(world.dir.path())
-        .env("HOME", &home)
-        .env_remove("XDG_RUNTIME_DIR")
-        .env_remove("XDG_CACHE_HOME")
-        .env_remove("XDG_CONFIG_HOME");
-}
-
-/// Runs it with `--json`: exit code, document, stderr.
-fn run_json(mut command: Command) -> (i32, Value, String) {
-    command.arg("--json");
-    let output = command.output().expect("run rch-sweep");
-    let document = one_document(&output);
-    (
-        output.status.code().unwrap_or(-1),
-        document,
-        stderr(&output),
-    )
-}
-
 /// The last success every state file here starts with (ms).
 const EARLIER_SUCCESS_MS: u64 = 1_700_000_000_000;
 
 /// Writes a state file with one backoff entry for `id`, failed twice and
 /// due now; returns the entry as written.
 fn seed_entry(world: &World, id: &str, worker: &str) -> Value {
-    let entry = json!({"failures": 2, "next_attempt_unix_ms": now_ms() - 60_000,
-        "last_attempt_unix_ms": now_ms() - 3_600_000, "last_error": "exit status: 1: earlier",
-        "worker_id": worker, "build_id": 30052631078502447u64});
-    fs::create_dir_all(world.state_file().parent().expect("parent")).expect("mkdir");
-    fs::write(
-        world.state_file(),
-        json!({"version": 1, "last_success_unix_ms": EARLIER_SUCCESS_MS,
-            "leases": {id: entry.clone()}})
-        .to_string(),
-    )
-    .expect("state");
+    let entry = twice_failed_entry(worker);
+    write_entry(world, id, &entry, Some(EARLIER_SUCCESS_MS));
     entry
 }
 
@@ -112,6 +76,14 @@ fn nobodys_folder(world: &World, name: &str) -> PathBuf {
     folder
 }
 
+/// Another user's daemon, healthy, listening at `rch.sock` in a
+/// [`nobodys_folder`] `run`: returns the folder and the daemon.
+fn nobodys_daemon(world: &World) -> (PathBuf, FakeDaemon) {
+    let runtime = nobodys_folder(world, "run");
+    let daemon = FakeDaemon::start_as_nobody(&runtime.join("rch.sock"), Reply::Healthy);
+    (runtime, daemon)
+}
+
 /// Two stale leases on two workers, the first with a backoff entry; a
 /// fake rch that knows its daemon and logs each recovery it starts to
 /// `started` before failing.
@@ -143,8 +115,7 @@ fn another_users_listener_at_the_socket_rch_names_is_not_answering() {
         return;
     }
     let world = World::new();
-    let runtime = nobodys_folder(&world, "run");
-    let daemon = FakeDaemon::start_as_nobody(&runtime.join("rch.sock"), Reply::Healthy);
+    let (runtime, daemon) = nobodys_daemon(&world);
     let (journals, entry, started, rch) = two_leases(&world);
     let mut command = sweep(&world, &["--rch", utf8(&rch)]);
     command
@@ -182,8 +153,7 @@ fn a_socket_named_explicitly_is_used_whoever_listens_and_doctor_warns() {
         return;
     }
     let world = World::new();
-    let runtime = nobodys_folder(&world, "run");
-    let daemon = FakeDaemon::start_as_nobody(&runtime.join("rch.sock"), Reply::Healthy);
+    let (runtime, daemon) = nobodys_daemon(&world);
     let socket = utf8(&daemon.socket);
     let rch = world.completing_daemon_rch();
     for by_env in [false, true] {
@@ -219,13 +189,7 @@ fn a_socket_named_explicitly_is_used_whoever_listens_and_doctor_warns() {
         }
         let output = command.output().expect("doctor");
         let document = one_document(&output);
-        document["checks"]
-            .as_array()
-            .expect("checks")
-            .iter()
-            .find(|row| row["check"] == "daemon")
-            .cloned()
-            .expect("daemon row")
+        row(&document, "daemon").clone()
     };
     let row = doctor(&["--socket", socket], None);
     assert_eq!(row["status"], "warn", "{row}");
@@ -250,8 +214,7 @@ fn another_users_listener_at_another_usual_place_is_passed_over() {
         return;
     }
     let world = World::new();
-    let runtime = nobodys_folder(&world, "run");
-    let daemon = FakeDaemon::start_as_nobody(&runtime.join("rch.sock"), Reply::Healthy);
+    let (runtime, daemon) = nobodys_daemon(&world);
     // The socket file this user's, so only who listens tells it apart.
     std::os::unix::fs::chown(&daemon.socket, Some(0), Some(0)).expect("chown");
     let (journals, entry, started, rch) = two_leases(&world);
@@ -399,26 +362,6 @@ fn a_stop_signal_while_the_daemon_does_not_reply_ends_the_run_charging_nothing()
 
 // ---------------------------------------------------------------- host
 
-/// `inner` (the binary with its arguments and environment) run by
-/// `prefix` (`strace ...`).
-fn wrapped(prefix: &[&str], inner: &Command) -> Command {
-    let mut outer = Command::new(prefix[0]);
-    outer
-        .args(&prefix[1..])
-        .arg(inner.get_program())
-        .args(inner.get_args());
-    if let Some(dir) = inner.get_current_dir() {
-        outer.current_dir(dir);
-    }
-    for (key, value) in inner.get_envs() {
-        match value {
-            Some(value) => outer.env(key, value),
-            None => outer.env_remove(key),
-        };
-    }
-    outer
-}
-
 #[test]
 fn a_host_that_cannot_start_rchs_status_query_is_75_and_charges_nothing() {
     if !tool_or_skip("/usr/bin/strace", "strace") {
@@ -434,21 +377,9 @@ fn a_host_that_cannot_start_rchs_status_query_is_75_and_charges_nothing() {
     inner.env("XDG_RUNTIME_DIR", &runtime);
     // The main thread's first fork (`clone`; threads use clone3) is the
     // status query's; it fails as at the host's process limit.
-    let output = wrapped(
-        &[
-            "strace",
-            "-qq",
-            "-o",
-            "/dev/null",
-            "-e",
-            "trace=clone",
-            "-e",
-            "inject=clone:error=EAGAIN:when=1",
-        ],
-        &inner,
-    )
-    .output()
-    .expect("run under strace");
+    let output = under_strace(&[], "clone", "error=EAGAIN:when=1", &inner)
+        .output()
+        .expect("run under strace");
     assert_eq!(output.status.code(), Some(75), "{}", stderr(&output));
     let document = one_document(&output);
     // Told as a recovery the host could not start: the first due lease

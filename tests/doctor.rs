@@ -6,6 +6,7 @@
 
 mod common;
 
+use common::doctor_rows::row;
 use common::*;
 use serde_json::Value;
 use std::fs;
@@ -97,16 +98,6 @@ impl Setup {
         assert_eq!(document["exit_code"], output.status.code().unwrap_or(-1));
         (output.status.code().unwrap_or(-1), document)
     }
-}
-
-/// The row of `check` in a doctor document.
-fn row<'a>(document: &'a Value, check: &str) -> &'a Value {
-    document["checks"]
-        .as_array()
-        .expect("checks")
-        .iter()
-        .find(|row| row["check"] == check)
-        .unwrap_or_else(|| panic!("no {check} row in {document}"))
 }
 
 fn names(document: &Value) -> Vec<String> {

@@ -11,6 +11,7 @@
 
 mod common;
 
+use common::doctor_rows::row;
 use common::*;
 use serde_json::Value;
 use std::fs;
@@ -49,16 +50,6 @@ fn document(output: &Output) -> Value {
         "{document}"
     );
     document
-}
-
-/// The row of `check` in a doctor document.
-fn row<'a>(document: &'a Value, check: &str) -> &'a Value {
-    document["checks"]
-        .as_array()
-        .expect("checks")
-        .iter()
-        .find(|row| row["check"] == check)
-        .unwrap_or_else(|| panic!("no {check} row in {document}"))
 }
 
 fn text<'a>(document: &'a Value, check: &str, field: &str) -> &'a str {

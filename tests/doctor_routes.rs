@@ -17,6 +17,7 @@
 
 mod common;
 
+use common::doctor_rows::row;
 use common::*;
 use serde_json::Value;
 use std::fs;
@@ -148,6 +149,17 @@ impl TestUser {
             .expect("doctor")
     }
 
+    /// The first line of `doctor --as <route>` for a person: what the
+    /// route's environment is, as doctor read it.
+    fn first_line_as(&self, route: &str) -> String {
+        let output = self.doctor(&["doctor", "--as", route]);
+        stdout(&output)
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_owned()
+    }
+
     /// A folder `/run/user/<uid>` would be, in the world, with a stand-in
     /// rchd answering there.
     fn runtime_dir_with_daemon(&self) -> (PathBuf, FakeDaemon) {
@@ -168,16 +180,6 @@ impl Drop for TestUser {
             eprintln!("userdel {}: {}", self.name, stderr(&gone));
         }
     }
-}
-
-/// The row of `check` in a doctor document (or a report of one).
-fn row<'a>(document: &'a Value, check: &str) -> &'a Value {
-    document["checks"]
-        .as_array()
-        .expect("checks")
-        .iter()
-        .find(|row| row["check"] == check)
-        .unwrap_or_else(|| panic!("no {check} row in {document}"))
 }
 
 fn finding<'a>(document: &'a Value, check: &str) -> &'a str {
@@ -469,12 +471,7 @@ fn an_installed_user_unit_and_its_drop_ins_are_read() {
         finding(&document, "daemon").contains(utf8(&runtime)),
         "{document}"
     );
-    let output = user.doctor(&["doctor", "--as", "user-timer"]);
-    let first = stdout(&output)
-        .lines()
-        .next()
-        .unwrap_or_default()
-        .to_owned();
+    let first = user.first_line_as("user-timer");
     let home = user.home().display().to_string();
     assert!(
         first.contains(&format!(
@@ -497,12 +494,7 @@ fn an_installed_user_unit_and_its_drop_ins_are_read() {
     assert_eq!(output.status.code(), Some(1), "{document}");
     assert_eq!(strings(&document["from"]).len(), 3, "{document}");
     assert_eq!(row(&document, "daemon")["status"], "fail", "{document}");
-    let output = user.doctor(&["doctor", "--as", "user-timer"]);
-    let first = stdout(&output)
-        .lines()
-        .next()
-        .unwrap_or_default()
-        .to_owned();
+    let first = user.first_line_as("user-timer");
     assert!(
         first.contains(&format!(
             " XDG_RUNTIME_DIR=/run/user/{} PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin RCH_SWEEP_TEST_MARK=1,",
@@ -578,12 +570,7 @@ fn the_system_template_with_an_instance_drop_in_is_read() {
     assert_eq!(row(&document, "daemon")["status"], "ok", "{document}");
     assert!(finding(&document, "rch").contains(utf8(&rch)), "{document}");
     // WorkingDirectory=~ is the account's home; the template's PATH.
-    let output = user.doctor(&["doctor", "--as", "system-timer"]);
-    let first = stdout(&output)
-        .lines()
-        .next()
-        .unwrap_or_default()
-        .to_owned();
+    let first = user.first_line_as("system-timer");
     assert!(
         first.contains(" PATH=/usr/local/bin:/usr/bin:/bin ")
             && first.ends_with(&format!(

@@ -14,13 +14,16 @@
 
 mod common;
 
+use common::backoff::write_due_entry;
+use common::doctor_rows::row;
+use common::locks::{TAKE_RECOVERY_LOCK_SH, hold_flock, release};
+use common::mounts::private_mount_namespace;
 use common::*;
 use serde_json::{Value, json};
 use std::ffi::OsStr;
 use std::fs;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::PermissionsExt;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Output, Stdio};
 
@@ -48,16 +51,7 @@ impl Namespace {
         let script = format!(
             "set -eu\nPATH=/usr/sbin:/usr/bin:/sbin:/bin:$PATH\nW=$1\n{setup}\nread -r _ || true\n{teardown}\n"
         );
-        let mut shell = Command::new("unshare")
-            .args([
-                "--mount",
-                "--propagation",
-                "private",
-                "sh",
-                "-c",
-                &script,
-                "sh",
-            ])
+        let mut shell = private_mount_namespace(&script)
             .arg(dir)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -121,21 +115,7 @@ impl Namespace {
     /// operator's `rch jobs recover` would), returned once it holds it;
     /// `then` runs in it first (`$0` is the path).
     fn hold(&self, path: &Path, then: &str) -> Child {
-        let mut holder = self
-            .command("flock")
-            .arg(path)
-            .args(["sh", "-c", &format!("{then}\necho held; exec sleep 60")])
-            .arg(path)
-            .stdout(Stdio::piped())
-            .process_group(0)
-            .spawn()
-            .expect("flock");
-        let mut line = String::new();
-        BufReader::new(holder.stdout.take().expect("stdout"))
-            .read_line(&mut line)
-            .expect("read");
-        assert_eq!(line.trim(), "held");
-        holder
+        hold_flock(self.command("flock"), path, then)
     }
 }
 
@@ -148,28 +128,9 @@ impl Drop for Namespace {
     }
 }
 
-/// Ends a holder and the command it runs (which shares its lock).
-fn release(mut holder: Child) {
-    let group = libc::pid_t::try_from(holder.id()).expect("pid");
-    // SAFETY: signals the holder's own process group, made for it above.
-    unsafe { libc::kill(-group, libc::SIGKILL) };
-    let _ = holder.wait();
-}
-
 /// The JSON document a run printed, and its exit code.
 fn run_document(output: &Output) -> (i32, Value) {
     (output.status.code().unwrap_or(-1), one_document(output))
-}
-
-/// doctor's row for `check` in its JSON document.
-fn doctor_row(document: &Value, check: &str) -> Value {
-    document["checks"]
-        .as_array()
-        .expect("checks")
-        .iter()
-        .find(|row| row["check"] == check)
-        .unwrap_or_else(|| panic!("no {check} row: {document}"))
-        .clone()
 }
 
 /// The setup of a loop-mounted btrfs with a subvolume `home`, the world's
@@ -213,8 +174,7 @@ fn held_locks_are_seen(name: &str, setup: &str, teardown: &str) {
     let rch = world.fake_rch(
         "rch",
         &format!(
-            "echo \"$3\" >> '{log}'\nexec 9>\"$leases/$3.recovery.lock\"\n\
-             flock -n 9 || {{ echo \"error: lease $3 is being recovered by another process\" >&2; exit 1; }}\n\
+            "echo \"$3\" >> '{log}'\n{TAKE_RECOVERY_LOCK_SH}\n\
              echo 'recovery failed on the worker' >&2; exit 1",
             log = log.display()
         ),
@@ -260,68 +220,55 @@ fn held_locks_are_seen(name: &str, setup: &str, teardown: &str) {
     .expect("state");
     assert_eq!(saved["leases"], json!({}), "a failure was charged: {saved}");
 
+    // While `path` is held (`then` run under the lock first), a run is 75
+    // and its stderr says `says` of the holder, and doctor's lock row
+    // warns of `what` (pid).
+    let held_is_named = |path: &Path, then: &str, says: &str, what: &str| {
+        let holder = ns.hold(path, then);
+        let output = run(&[]);
+        let doctor = ns.sweep(&[
+            "doctor",
+            "--json",
+            "--lease-dir",
+            utf8(&leases),
+            "--rch",
+            utf8(&rch),
+        ]);
+        let pid = holder.id();
+        release(holder);
+        assert_eq!(output.status.code(), Some(75), "{}", stderr(&output));
+        assert!(
+            stderr(&output).contains(&format!("another rch-sweep (pid {pid}) {says}")),
+            "{}",
+            stderr(&output)
+        );
+        let document = one_document(&doctor);
+        let row = row(&document, "lock");
+        assert_eq!(row["status"], "warn", "{row}");
+        assert!(
+            row["finding"]
+                .as_str()
+                .is_some_and(|finding| finding.contains(&format!("{what} (pid {pid})"))),
+            "{row}"
+        );
+    };
+
     // Another sweep holds the lease directory: 75, naming it; doctor too.
-    let holder = ns.hold(&leases, "");
-    let output = run(&[]);
-    let doctor = ns.sweep(&[
-        "doctor",
-        "--json",
-        "--lease-dir",
-        utf8(&leases),
-        "--rch",
-        utf8(&rch),
-    ]);
-    let pid = holder.id();
-    release(holder);
-    assert_eq!(output.status.code(), Some(75), "{}", stderr(&output));
-    assert!(
-        stderr(&output).contains(&format!("another rch-sweep (pid {pid}) is sweeping")),
-        "{}",
-        stderr(&output)
-    );
-    let row = doctor_row(&one_document(&doctor), "lock");
-    assert_eq!(row["status"], "warn", "{row}");
-    assert!(
-        row["finding"]
-            .as_str()
-            .is_some_and(|finding| finding.contains(&format!(
-                "the lease directory {} (pid {pid})",
-                leases.display()
-            ))),
-        "{row}"
+    held_is_named(
+        &leases,
+        "",
+        "is sweeping",
+        &format!("the lease directory {}", leases.display()),
     );
 
     // Something holds the state lock and wrote no PID in it: /proc/locks
     // names it, to a run (75) and to doctor.
     let state_lock = home.join("rch-sweep/backoff.json.lock");
-    let holder = ns.hold(&state_lock, ": > \"$0\"");
-    let output = run(&[]);
-    let doctor = ns.sweep(&[
-        "doctor",
-        "--json",
-        "--lease-dir",
-        utf8(&leases),
-        "--rch",
-        utf8(&rch),
-    ]);
-    let pid = holder.id();
-    release(holder);
-    assert_eq!(output.status.code(), Some(75), "{}", stderr(&output));
-    assert!(
-        stderr(&output).contains(&format!("another rch-sweep (pid {pid}) holds")),
-        "{}",
-        stderr(&output)
-    );
-    let row = doctor_row(&one_document(&doctor), "lock");
-    assert_eq!(row["status"], "warn", "{row}");
-    assert!(
-        row["finding"]
-            .as_str()
-            .is_some_and(|finding| finding.contains(&format!(
-                "the state lock {} (pid {pid})",
-                state_lock.display()
-            ))),
-        "{row}"
+    held_is_named(
+        &state_lock,
+        ": > \"$0\"",
+        "holds",
+        &format!("the state lock {}", state_lock.display()),
     );
 }
 
@@ -342,22 +289,6 @@ fn on_overlayfs_a_held_recovery_lock_defers_its_lease_and_doctor_sees_held_locks
     );
 }
 
-/// A state file with one backoff entry for `id`; returns the entry.
-fn state_with_entry(world: &World, id: &str) -> Value {
-    let entry = json!({
-        "failures": 3,
-        "next_attempt_unix_ms": now_ms() - 1000,
-        "last_attempt_unix_ms": now_ms() - 60_000,
-        "last_error": "exit status: 1: worker unreachable",
-        "worker_id": "w1",
-        "build_id": 30052631078502447u64,
-    });
-    let state = json!({"version": 1, "leases": {id: entry.clone()}});
-    fs::create_dir_all(world.state_file().parent().expect("folder")).expect("mkdir");
-    fs::write(world.state_file(), state.to_string()).expect("write state");
-    entry
-}
-
 /// A fake rch that notes each start in `marks/started` (a folder anyone
 /// may write, for runs as another user) and fails.
 fn noting_rch(world: &World) -> (PathBuf, PathBuf) {
@@ -373,6 +304,31 @@ fn noting_rch(world: &World) -> (PathBuf, PathBuf) {
         ),
     );
     (rch, started)
+}
+
+/// Two due leases (on `w1` and `w2`), the first with a backoff entry, and
+/// a [`noting_rch`]: returns the first's id and entry, the rch, and where
+/// it notes a start.
+fn two_due_leases(world: &World) -> (String, Value, PathBuf, PathBuf) {
+    let first = Journal::stale("w1", 3 * HOUR_MS);
+    let second = Journal::stale("w2", 2 * HOUR_MS);
+    world.add(&first);
+    world.add(&second);
+    let entry = write_due_entry(world, &first.id, None).0;
+    let (rch, started) = noting_rch(world);
+    (first.id, entry, rch, started)
+}
+
+/// The options naming a run's lease directory, state file and `rch`.
+fn places<'a>(leases: &'a Path, state_file: &'a Path, rch: &'a Path) -> [&'a str; 6] {
+    [
+        "--lease-dir",
+        utf8(leases),
+        "--state-file",
+        utf8(state_file),
+        "--rch",
+        utf8(rch),
+    ]
 }
 
 /// What every run into an unwritable lease directory shows: 74, every due
@@ -411,12 +367,7 @@ fn a_read_only_lease_directory_starts_nothing_charges_nothing_and_exits_74() {
         return;
     }
     let world = World::new();
-    let first = Journal::stale("w1", 3 * HOUR_MS);
-    let second = Journal::stale("w2", 2 * HOUR_MS);
-    world.add(&first);
-    world.add(&second);
-    let entry = state_with_entry(&world, &first.id);
-    let (rch, started) = noting_rch(&world);
+    let (id, entry, rch, started) = two_due_leases(&world);
     let setup = r#"
 mount --bind "$W/job-leases" "$W/job-leases"
 mount -o remount,bind,ro "$W/job-leases"
@@ -427,14 +378,7 @@ echo ready
     let leases = world.leases();
     let prom = world.path("rch.prom");
     let state_file = world.state_file();
-    let common = [
-        "--lease-dir",
-        utf8(&leases),
-        "--state-file",
-        utf8(&state_file),
-        "--rch",
-        utf8(&rch),
-    ];
+    let common = places(&leases, &state_file, &rch);
     let mut args = vec!["--json", "--metrics-file", utf8(&prom)];
     args.extend_from_slice(&common);
     let output = ns.sweep(&args);
@@ -442,7 +386,7 @@ echo ready
         "the lease directory {} is read-only (mounted ro): rch could not rewrite a journal",
         leases.display()
     );
-    assert_unwritable_run(&output, &error, &world.state(), (&first.id, &entry));
+    assert_unwritable_run(&output, &error, &world.state(), (&id, &entry));
     assert!(!started.exists(), "rch was started");
     let metrics = fs::read_to_string(&prom).expect("metrics written");
     assert!(
@@ -466,7 +410,7 @@ echo ready
     let mut args = vec!["doctor", "--json"];
     args.extend_from_slice(&common);
     let document = one_document(&ns.sweep(&args));
-    let row = doctor_row(&document, "lease_dir");
+    let row = row(&document, "lease_dir");
     assert_eq!(row["status"], "fail", "{row}");
     assert!(
         row["finding"].as_str().is_some_and(|f| f.contains(&error)),
@@ -487,12 +431,7 @@ fn a_lease_directory_this_user_may_not_write_starts_nothing_and_exits_74() {
         return;
     }
     let world = World::new();
-    let first = Journal::stale("w1", 3 * HOUR_MS);
-    let second = Journal::stale("w2", 2 * HOUR_MS);
-    world.add(&first);
-    world.add(&second);
-    let entry = state_with_entry(&world, &first.id);
-    let (rch, started) = noting_rch(&world);
+    let (id, entry, rch, started) = two_due_leases(&world);
     world.hand_to_nobody();
     give_to_nobody(&world.state_file());
     // Its owner's, but not writable: as rch would meet it running as them.
@@ -504,12 +443,12 @@ fn a_lease_directory_this_user_may_not_write_starts_nothing_and_exits_74() {
         "the lease directory {} is not writable by nobody (uid {NOBODY}): rch could not rewrite a journal",
         world.leases().display()
     );
-    assert_unwritable_run(&output, &error, &world.state(), (&first.id, &entry));
+    assert_unwritable_run(&output, &error, &world.state(), (&id, &entry));
     assert!(!started.exists(), "rch was started");
     let output = as_nobody(&mut world.sub(&["doctor", "--json", "--rch", utf8(&rch)]))
         .output()
         .expect("doctor as nobody");
-    let row = doctor_row(&one_document(&output), "lease_dir");
+    let row = row(&one_document(&output), "lease_dir").clone();
     assert_eq!(row["status"], "fail", "{row}");
     assert!(
         row["finding"].as_str().is_some_and(|f| f.contains(&error)),
@@ -560,14 +499,7 @@ fn doctor_fails_a_state_file_system_with_no_byte_or_no_inode_free_and_a_run_exit
             .expect("a tmpfs needs no loop device");
         let state_file = world.path("full/rch-sweep/backoff.json");
         let leases = world.leases();
-        let common = [
-            "--lease-dir",
-            utf8(&leases),
-            "--state-file",
-            utf8(&state_file),
-            "--rch",
-            utf8(&rch),
-        ];
+        let common = places(&leases, &state_file, &rch);
         let mut args = vec!["--json"];
         args.extend_from_slice(&common);
         let output = ns.sweep(&args);
@@ -581,7 +513,7 @@ fn doctor_fails_a_state_file_system_with_no_byte_or_no_inode_free_and_a_run_exit
         let mut args = vec!["doctor", "--json"];
         args.extend_from_slice(&common);
         let document = one_document(&ns.sweep(&args));
-        let row = doctor_row(&document, "host");
+        let row = row(&document, "host");
         assert_eq!(row["status"], "fail", "{case}: {row}");
         assert!(
             row["finding"]
@@ -603,7 +535,7 @@ fn doctor_warns_of_an_empty_state_home_variable() {
             .env(name, "")
             .output()
             .expect("doctor");
-        let row = doctor_row(&one_document(&output), "environment");
+        let row = row(&one_document(&output), "environment").clone();
         assert_eq!(row["status"], "warn", "{name}: {row}");
         assert!(
             row["finding"]
@@ -619,7 +551,7 @@ fn doctor_warns_of_an_empty_state_home_variable() {
         .env("XDG_STATE_HOME", world.path("xdg"))
         .output()
         .expect("doctor");
-    let row = doctor_row(&one_document(&output), "environment");
+    let row = row(&one_document(&output), "environment").clone();
     assert!(
         !row["finding"]
             .as_str()

@@ -8,6 +8,8 @@
 
 mod common;
 
+use common::backoff::write_due_entry;
+use common::doctor_rows::row;
 use common::*;
 use serde_json::{Value, json};
 use std::fs;
@@ -22,22 +24,7 @@ fn utf8(path: &Path) -> &str {
 
 /// A state file holding one backoff entry for `id`, due now, as bytes.
 fn state_with_entry(world: &World, id: &str) -> Vec<u8> {
-    let state = json!({
-        "version": 1,
-        "last_success_unix_ms": 1_700_000_000_000u64,
-        "leases": {id: {
-            "failures": 3,
-            "next_attempt_unix_ms": now_ms() - 1000,
-            "last_attempt_unix_ms": now_ms() - 60_000,
-            "last_error": "exit status: 1: worker unreachable",
-            "worker_id": "w1",
-            "build_id": 30052631078502447u64,
-        }}
-    });
-    let bytes = serde_json::to_vec_pretty(&state).expect("json");
-    fs::create_dir_all(world.state_file().parent().expect("folder")).expect("mkdir");
-    fs::write(world.state_file(), &bytes).expect("write state");
-    bytes
+    write_due_entry(world, id, Some(1_700_000_000_000)).1
 }
 
 #[test]
@@ -632,13 +619,7 @@ fn a_state_folder_that_is_a_link_is_refused_by_run_forget_and_doctor_alike() {
         .output()
         .expect("doctor");
     let document = one_document(&output);
-    let state = document["checks"]
-        .as_array()
-        .expect("checks")
-        .iter()
-        .find(|row| row["check"] == "state")
-        .expect("a state row")
-        .clone();
+    let state = row(&document, "state");
     assert_eq!(state["status"], "fail", "{document}");
     assert!(
         state["finding"]

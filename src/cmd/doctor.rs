@@ -30,6 +30,7 @@ use crate::state::backoff::{Backoff, now_unix_ms};
 use crate::verdict::SkipReason;
 use crate::{account, daemon, host, log, recover, route, state};
 use anyhow::Result;
+use std::borrow::Borrow;
 use std::ffi::OsStr;
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -204,12 +205,23 @@ fn rch(args: &RunArgs) -> Finding {
     } else {
         format!("{} ({version})", found.display())
     };
+    ok_or_warn(DoctorCheck::Rch, found_text, &warnings, &fixes)
+}
+
+/// What a check found: ok with nothing to warn of, else a warning that
+/// adds each concern to what was found and gives every fix.
+fn ok_or_warn<F: Borrow<str>>(
+    check: DoctorCheck,
+    found: String,
+    warnings: &[String],
+    fixes: &[F],
+) -> Finding {
     if warnings.is_empty() {
-        Finding::ok(DoctorCheck::Rch, found_text)
+        Finding::ok(check, found)
     } else {
         Finding::warn(
-            DoctorCheck::Rch,
-            format!("{found_text}; {}", warnings.join("; ")),
+            check,
+            format!("{found}; {}", warnings.join("; ")),
             fixes.join("; "),
         )
     }
@@ -323,15 +335,7 @@ fn daemon_finding(report: &daemon::Report) -> Finding {
         ));
         fixes.push("find out why rch's daemon is slow (systemctl --user status rchd, its log, the host's load)");
     }
-    if warnings.is_empty() {
-        Finding::ok(check, found)
-    } else {
-        Finding::warn(
-            check,
-            format!("{found}; {}", warnings.join("; ")),
-            fixes.join("; "),
-        )
-    }
+    ok_or_warn(check, found, &warnings, &fixes)
 }
 
 /// `12 ms`, or `3.4 s` from a second on.
@@ -494,15 +498,7 @@ fn journals(target: &Target, args: &RunArgs) -> Finding {
     );
     let counts = journal_counts(&scan, &slots);
     let (warnings, fixes) = journal_concerns(&scan);
-    if warnings.is_empty() {
-        Finding::ok(check, counts)
-    } else {
-        Finding::warn(
-            check,
-            format!("{counts}; {}", warnings.join("; ")),
-            fixes.join("; "),
-        )
-    }
+    ok_or_warn(check, counts, &warnings, &fixes)
 }
 
 /// What a dry run would count: journals, candidates by their slot in the

@@ -9,6 +9,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+pub mod backoff;
+pub mod doctor_rows;
+pub mod isolated;
+pub mod locks;
+pub mod mounts;
+pub mod wrap;
+
 pub const BIN: &str = env!("CARGO_BIN_EXE_rch-sweep");
 pub const BOOT: &str = "3f1c2a9e-5b7d-4e2a-9c1f-0a1b2c3d4e5f";
 /// Above Linux's largest possible PID (4194304): never a live process.
