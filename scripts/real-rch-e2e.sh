@@ -36,10 +36,15 @@ HERE=$(cd "$(dirname "$0")/.." && pwd)
 SELF="$HERE/scripts/real-rch-e2e.sh"
 
 # crate:version, and where `cargo install --root` puts its binary.
+# The rch 1.x line is not on crates.io (it holds rch 2.1.0 to 2.1.34 only): its install is
+# tried, and when it fails, an rch 1.x from an older install can be named with
+# RCH_E2E_RCH1=<path>; without one, its step is skipped (and said so).
 PINNED=("rch:$RCH_VERSION" "rchd:$RCHD_VERSION" "rch-wkr:$WKR_VERSION" "rch:$RCH1_VERSION")
-# E2E_SKIP_RCH1=1 (while developing this script): leave rch 1.x out, its step skipped.
-[ "${E2E_SKIP_RCH1:-}" = 1 ] && PINNED=("${PINNED[@]:0:3}")
-bin_of() { local n=${1%%:*} v=${1##*:}; echo "$CACHE/$n-$v/bin/$n"; }
+bin_of() {
+  local n=${1%%:*} v=${1##*:}
+  if [ "$1" = "rch:$RCH1_VERSION" ] && [ -n "${RCH_E2E_RCH1:-}" ]; then echo "$RCH_E2E_RCH1"; return; fi
+  echo "$CACHE/$n-$v/bin/$n"
+}
 
 versions() {
   for spec in "${PINNED[@]}"; do
@@ -54,12 +59,21 @@ install() {
   for spec in "${PINNED[@]}"; do
     local n=${spec%%:*} v=${spec##*:} path; path=$(bin_of "$spec")
     if [ -x "$path" ]; then echo "install: have $n $v ($path)"; continue; fi
+    if [ "$spec" = "rch:$RCH1_VERSION" ] && [ -e "$CACHE/$n-$v.unavailable" ]; then
+      echo "install: $n $v is not available ($(cat "$CACHE/$n-$v.unavailable")); its step is skipped (RCH_E2E_RCH1=<path> names one)"
+      continue
+    fi
     echo "install: $n $v (cargo +nightly install --locked; about 20 minutes on two cores)"
     local started=$SECONDS
     if ! CARGO_TARGET_DIR="$CACHE/target" nice -n 10 cargo +nightly install --locked --root "$CACHE/$n-$v" "$n" --version "$v" \
         >"$CACHE/install-$n-$v.log" 2>&1; then
       echo "install: $n $v failed; see $CACHE/install-$n-$v.log" >&2
-      tail -5 "$CACHE/install-$n-$v.log" >&2
+      tail -3 "$CACHE/install-$n-$v.log" >&2
+      if [ "$spec" = "rch:$RCH1_VERSION" ] && grep -q "could not find" "$CACHE/install-$n-$v.log"; then
+        grep -m1 "could not find" "$CACHE/install-$n-$v.log" | sed 's/^error: //' >"$CACHE/$n-$v.unavailable"
+        echo "install: $n $v is not published; its step is skipped (RCH_E2E_RCH1=<path> names one from an older install)"
+        continue
+      fi
       return 1
     fi
     echo "install: $n $v done in $(( (SECONDS - started) / 60 )) min"
@@ -99,6 +113,7 @@ CACHE=$E2E_CACHE
 HERE=$E2E_HERE
 PASSED=0
 FAILED=0
+SKIPPED=0
 STARTED_PIDS=()
 T0=$SECONDS
 
@@ -114,6 +129,7 @@ ip link set lo up || { echo "real-rch-e2e: ip link set lo up failed" >&2; exit 1
 # The binaries first: the cache or the checkout may lie under /tmp, which is covered next.
 mount -t tmpfs -o mode=0755 rch-e2e-stage /srv || exit 1
 for spec in "${PINNED[@]}"; do
+  [ "$spec" = "rch:$RCH1_VERSION" ] && [ ! -x "$(bin_of "$spec")" ] && continue
   cp "$(bin_of "$spec")" "/srv/${spec%%:*}-${spec##*:}" || { echo "real-rch-e2e: $(bin_of "$spec") is missing" >&2; exit 1; }
 done
 cp "$HERE/target/release/rch-sweep" /srv/rch-sweep || exit 1
@@ -153,7 +169,7 @@ finish() {
     say "--- details of the failed steps"
     cat "$S/details.log"
   fi
-  say "$PASSED passed, $FAILED failed ($(( (SECONDS - T0) / 60 )) min $(( (SECONDS - T0) % 60 )) s inside)"
+  say "$PASSED passed, $FAILED failed${SKIPPED:+$( [ "$SKIPPED" = 0 ] || echo ", $SKIPPED skipped")} ($(( (SECONDS - T0) / 60 )) min $(( (SECONDS - T0) % 60 )) s inside)"
   [ "$FAILED" = 0 ] && [ "$code" = 0 ] && exit 0
   exit 1
 }
@@ -163,7 +179,7 @@ trap finish EXIT
 cp "/srv/rch-$RCH_VERSION" "$S/bin/rch"
 cp "/srv/rchd-$RCHD_VERSION" "$S/bin/rchd"
 cp "/srv/rch-wkr-$WKR_VERSION" "$S/bin/rch-wkr"
-[ "${E2E_SKIP_RCH1:-}" = 1 ] || cp "/srv/rch-$RCH1_VERSION" "$S/bin/rch-1"
+[ -f "/srv/rch-$RCH1_VERSION" ] && cp "/srv/rch-$RCH1_VERSION" "$S/bin/rch-1"
 cp /srv/rch-sweep "$S/bin/rch-sweep"
 chmod 0755 "$S/bin"/*
 umount /srv && mount -t tmpfs -o mode=0755 rch-e2e /srv || exit 1
@@ -214,16 +230,32 @@ as_timer() {
 py() { python3 - "$@"; }
 
 # --- the worker: its own key, rch-wkr in ~/.local/bin, the toolchain on PATH
-mkdir -p "$WH/.ssh" "$WH/.local/bin" "$WH/.cargo"
+# (and where rustup's installer puts it, ~/.cargo/bin and ~/.rustup: rch's remote
+# command looks for `rustup` there)
+mkdir -p "$WH/.ssh" "$WH/.local/bin" "$WH/.cargo/bin" "$BH/.cargo/bin"
+for home in "$WH" "$BH"; do
+  for tool in "$S/rust/cargo-bin"/*; do ln -s "$tool" "$home/.cargo/bin/${tool##*/}"; done
+  ln -s "$S/rust/rustup" "$home/.rustup"
+done
 cp "$S/bin/rch-wkr" "$WH/.local/bin/rch-wkr"
-mkdir -p "$BH/.ssh" "$BH/.local/bin" "$BH/.cargo" "$BH/.config/rch" "$BH/.cache"
+mkdir -p "$BH/.ssh" "$BH/.local/bin" "$BH/.config/rch" "$BH/.cache"
 ssh-keygen -q -t ed25519 -N '' -C "$B@rch-e2e" -f "$BH/.ssh/id_ed25519"
 cp "$BH/.ssh/id_ed25519.pub" "$WH/.ssh/authorized_keys"
 cat >"$WH/.ssh/environment" <<EOF
-PATH=$WH/.local/bin:$S/rust/cargo-bin:/usr/local/bin:/usr/bin:/bin
+PATH=$WH/.local/bin:$WH/.cargo/bin:/usr/local/bin:/usr/bin:/bin
 RUSTUP_HOME=$S/rust/rustup
 CARGO_HOME=$WH/.cargo
+RCH_WKR_CANONICAL_ROOT=/srv/projects
+RCH_WKR_ALIAS_ROOT=/srv/dp
 EOF
+# A login shell resets PATH from /etc/profile: ~/.profile adds the toolchain back,
+# as rustup's installer does ("$HOME/.cargo/env").
+cat >"$WH/.profile" <<EOF
+export PATH="\$HOME/.local/bin:\$HOME/.cargo/bin:\$PATH"
+export RUSTUP_HOME="$S/rust/rustup" CARGO_HOME="\$HOME/.cargo"
+export RCH_WKR_CANONICAL_ROOT=/srv/projects RCH_WKR_ALIAS_ROOT=/srv/dp
+EOF
+cp "$WH/.profile" "$WH/.bashrc"
 chmod 0700 "$WH/.ssh" "$BH/.ssh"; chmod 0600 "$WH/.ssh/authorized_keys" "$WH/.ssh/environment"
 chown -R "$W:$W" "$WH"; chmod 0755 "$WH"
 
@@ -248,6 +280,7 @@ EOF
 unshare --mount --propagation private -- sh -c '
   mount -t tmpfs -o mode=0755,size=64g rch-e2e-worker /srv || exit 1
   mkdir -p /srv/projects /srv/rch-tmp && chown "$1:$1" /srv/projects /srv/rch-tmp
+  ln -s /srv/projects /srv/dp
   exec /usr/sbin/sshd -D -e -f "$2"' sh "$W" "$S/sshd/sshd_config" 2>"$S/sshd.log" &
 STARTED_PIDS+=($!)
 
@@ -264,7 +297,7 @@ EOF
 cat >"$BH/.config/rch/config.toml" <<EOF
 [path_topology]
 canonical_root = "/srv/projects"
-alias_root = "/srv/projects"
+alias_root = "/srv/dp"
 
 [transfer]
 remote_base = "/srv/rch-tmp"
@@ -277,6 +310,7 @@ EOF
 cp "$S/bin/rch" "$BH/.local/bin/rch"   # where cron's rch-sweep finds it ($HOME/.local/bin)
 PROJECT=/srv/projects/hello
 mkdir -p "$PROJECT/src"
+ln -s /srv/projects /srv/dp   # rch's canonical root and its alias, as on a real fleet
 cat >"$PROJECT/Cargo.toml" <<'EOF'
 [package]
 name = "hello"
@@ -355,6 +389,8 @@ verdict "setup: sshd on 127.0.0.1, the worker reached with a key, its toolchain 
 start_rchd; verdict "setup: rchd $RCHD_VERSION answers as $B at $SOCK" $?
 [ -n "$RCHD_PID" ] || exit 1
 [ "${E2E_STOP_AFTER:-}" = setup ] && exit 0
+# (while developing this script: E2E_DEBUG=FILE runs FILE here, with every helper above)
+if [ -n "${E2E_DEBUG:-}" ]; then . "$E2E_DEBUG"; exit 0; fi
 
 # ---------------------------------------------------------------- builds and leases
 # One `rch exec -- cargo build` in the project as the build user, in the background;
@@ -576,7 +612,10 @@ verdict "config cache: with XDG_RUNTIME_DIR set rch still names ~/.cache/rch/rch
 rm -f "$BH/.cache/rch/config.cache.json"
 
 # rch 1.x as --rch → 78, nothing charged
-if [ "${E2E_SKIP_RCH1:-}" = 1 ]; then say "SKIP  rch $RCH1_VERSION as --rch (E2E_SKIP_RCH1=1)"; else
+if [ ! -x "$S/bin/rch-1" ]; then
+  SKIPPED=$((SKIPPED + 1))
+  say "SKIP  rch $RCH1_VERSION (no jobs command) as --rch: 78, nothing charged: no rch 1.x here (not on crates.io; RCH_E2E_RCH1=<path> names one)"
+else
 before=$(journals_sum)
 as_b "$SWEEP" --json --stale-after 5 --rch "$S/bin/rch-1" >"$S/rch1.json" 2>"$S/rch1.err"; rc=$?
 ok=1
