@@ -291,7 +291,7 @@ id = "lo"
 host = "127.0.0.1"
 user = "$W"
 identity_file = "~/.ssh/id_ed25519"
-total_slots = 4
+total_slots = 16
 priority = 100
 EOF
 cat >"$BH/.config/rch/config.toml" <<EOF
@@ -301,6 +301,11 @@ alias_root = "/srv/dp"
 
 [transfer]
 remote_base = "/srv/rch-tmp"
+
+# A killed wrapper's reservation holds its slots until its lease is recovered:
+# one slot a build, so the dead ones do not queue the next.
+[compilation]
+build_slots = 1
 
 # The worker's build folder is a tmpfs: reserve little (the project is tiny).
 [selection]
@@ -389,17 +394,18 @@ verdict "setup: sshd on 127.0.0.1, the worker reached with a key, its toolchain 
 start_rchd; verdict "setup: rchd $RCHD_VERSION answers as $B at $SOCK" $?
 [ -n "$RCHD_PID" ] || exit 1
 [ "${E2E_STOP_AFTER:-}" = setup ] && exit 0
-# (while developing this script: E2E_DEBUG=FILE runs FILE here, with every helper above)
-if [ -n "${E2E_DEBUG:-}" ]; then . "$E2E_DEBUG"; exit 0; fi
 
 # ---------------------------------------------------------------- builds and leases
 # One `rch exec -- cargo build` in the project as the build user, in the background;
 # sets BUILD_PID (the wrapper: rch itself, exec'd by setpriv and env).
 BUILD_PID=
+# Each build has a project of its own (a copy of hello): a dead lease keeps its source
+# claimed on the worker until it is recovered, and rch fences overlapping builds off.
 build() {
-  local name=$1 sleep_secs=$2
-  echo "$sleep_secs" >"$PROJECT/stamp"; chown "$B:$B" "$PROJECT/stamp"
-  (cd "$PROJECT" && exec setpriv --reuid="$B_UID" --regid="$B_UID" --clear-groups -- env -i \
+  local name=$1 sleep_secs=$2 project=/srv/projects/$1
+  [ -d "$project" ] || cp -a "$PROJECT" "$project"
+  echo "$sleep_secs" >"$project/stamp"; chown -R "$B_UID:$B_UID" "$project"
+  (cd "$project" && exec setpriv --reuid="$B_UID" --regid="$B_UID" --clear-groups -- env -i \
     HOME="$BH" USER="$B" LOGNAME="$B" SHELL=/bin/bash PATH="$BPATH" \
     RUSTUP_HOME="$S/rust/rustup" CARGO_HOME="$BH/.cargo" XDG_RUNTIME_DIR="$RUNTIME" \
     RCH_REQUIRE_REMOTE=1 ${E2E_EXTRA_ENV:-} rch exec -- cargo build) >"$S/build-$name.log" 2>&1 &
@@ -467,49 +473,51 @@ kill_before_launch() {
   kill -KILL "$pid"; wait "$pid" 2>/dev/null
   echo "$journal"
 }
-# 3. Retained by rch itself: the worker's ssh session of the running build is cut;
-# rch exits without exact completion evidence and keeps the lease for `jobs recover`.
+# 3. Retained by rch itself: the wrapper's own ssh to the worker, carrying the running
+# build, is cut (as a network drop would); rch exits without exact completion
+# evidence and keeps the lease for `jobs recover`.
 retained_by_rch() {
   build "$1" 30
   local pid=$BUILD_PID journal
   journal=$(journal_of "$pid" 60) || { detail "no journal for $1"; return 1; }
   wait_for "$journal" '.recovery.execution_started == true and .phase == "execute"' 90 \
     || { detail "$1 never reached execute"; return 1; }
-  sleep 2
-  # The worker-side sshd session of this build's command: a child of the sshd this
-  # script started with a cargo below it. Killed by id.
-  local victims; victims=$(py "$(cat "$S/sshd/sshd.pid")" <<'PY'
+  sleep 3
+  # The ssh below the wrapper that carries the remote launch (it holds the source
+  # activity lock on the worker), killed by id.
+  local victims; victims=$(py "$pid" <<'PY'
 import os, sys
-listener = sys.argv[1]
 children = {}
-comm = {}
 for pid in filter(str.isdigit, os.listdir("/proc")):
     try:
         stat = open(f"/proc/{pid}/stat").read()
     except OSError:
         continue
-    name = stat[stat.index("(") + 1:stat.rindex(")")]
-    ppid = stat[stat.rindex(")") + 2:].split()[1]
-    children.setdefault(ppid, []).append(pid)
-    comm[pid] = name
+    children.setdefault(stat[stat.rindex(")") + 2:].split()[1], []).append(pid)
 def below(pid):
     for child in children.get(pid, []):
         yield child
         yield from below(child)
-for session in children.get(listener, []):
-    if any(comm.get(p, "").startswith(("cargo", "build-script", "rustc")) for p in below(session)):
-        print(session)
+for pid in below(sys.argv[1]):
+    try:
+        args = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+    except OSError:
+        continue
+    if os.path.basename(args[0]) == b"ssh" and any(b"activity.lock" in a for a in args):
+        print(pid)
 PY
 )
-  [ -n "$victims" ] || detail "$1: no worker session with a cargo below it"
+  [ -n "$victims" ] || detail "$1: no ssh below the wrapper carrying the build"
   for victim in $victims; do kill -KILL "$victim" 2>/dev/null; done
-  local until=$((SECONDS + 60))
+  local until=$((SECONDS + 90))
   while kill -0 "$pid" 2>/dev/null && [ $SECONDS -lt $until ]; do sleep 0.2; done
-  kill -0 "$pid" 2>/dev/null && { detail "$1: the wrapper did not exit after its session was cut"; kill -KILL "$pid"; }
+  kill -0 "$pid" 2>/dev/null && { detail "$1: the wrapper did not exit after its ssh was cut"; kill -KILL "$pid"; }
   wait "$pid" 2>/dev/null
   echo "$journal"
 }
 
+# (while developing this script: E2E_DEBUG=FILE runs FILE here, with every helper above)
+if [ -n "${E2E_DEBUG:-}" ]; then . "$E2E_DEBUG"; exit 0; fi
 L1=$(kill_mid_build mid); r1=$?
 verdict "lease: wrapper SIGKILLed while its remote build runs" $r1 "${L1:+$(id_of "$L1")}"
 L2=$(kill_before_launch early); r2=$?
