@@ -366,7 +366,10 @@ EOF
 }
 RCHD_PID=
 start_rchd() {
-  as_b rchd --foreground --socket "$SOCK" --metrics-port 0 >>"$S/rchd.log" 2>&1 &
+  # (a subshell that execs: $! is rchd itself)
+  (cd "$BH" && exec setpriv --reuid="$B_UID" --regid="$B_UID" --clear-groups -- env -i \
+    HOME="$BH" USER="$B" LOGNAME="$B" SHELL=/bin/bash PATH="$BPATH" XDG_RUNTIME_DIR="$RUNTIME" \
+    rchd --foreground --socket "$SOCK" --metrics-port 0) >>"$S/rchd.log" 2>&1 &
   RCHD_PID=$!
   STARTED_PIDS+=("$RCHD_PID")
   for _ in $(seq 1 150); do health "$SOCK" && return 0; sleep 0.2; done
@@ -530,6 +533,17 @@ L4=$(kill_mid_build mid2); r4=$?
 verdict "lease: a fourth, for the daemon steps" $r4 "${L4:+$(id_of "$L4")}"
 L5=$(kill_mid_build old); r5=$?
 verdict "lease: a fifth, to be aged past 24 hours" $r5 "${L5:+$(id_of "$L5")}"
+# The remote builds go on without their wrappers (rch launches them under nohup): wait
+# until they have finished, so each recovery finds its durable completion on the worker.
+worker_busy() {
+  for proc in /proc/[0-9]*; do
+    [ "$(stat -c %u "$proc" 2>/dev/null)" = "$W_UID" ] || continue
+    case "$(cat "$proc/comm" 2>/dev/null)" in cargo|build-script-*|rustc) return 0 ;; esac
+  done
+  return 1
+}
+until=$((SECONDS + 180)); while worker_busy && [ $SECONDS -lt $until ]; do sleep 0.5; done
+worker_busy && detail "the worker still builds after 180 s"
 sleep 6   # every heartbeat is now older than --stale-after 5
 
 keep() { # keep FILE NAME: a copy of a journal as rch wrote it, for tests/data
@@ -596,7 +610,7 @@ ok=1
 [ $rc = 75 ] && [ "$(journals_sum)" = "$before" ] \
   && jq -e '[.leases[] | select(.outcome != "skipped") | .outcome] | all(. == "deferred")' "$S/down.json" >/dev/null \
   && [ "$(charged)" = 0 ] && ok=0
-[ $ok = 0 ] || detail "down: exit $rc; $(head -c 600 "$S/down.json")"
+[ $ok = 0 ] || detail "down: exit $rc; $(jq -c '{daemon, leases: [.leases[] | select(.outcome != "skipped") | {outcome, error}]}' "$S/down.json" | head -c 900)"
 verdict "daemon down: rchd stopped gives 75, every lease deferred, nothing charged, no journal touched" $ok "exit $rc"
 start_rchd || { verdict "rchd restarts" 1; exit 1; }
 
@@ -635,21 +649,23 @@ fi
 as_b "$SWEEP" forget --all >/dev/null 2>&1
 
 # a manual rch jobs recover holds rch's lock → deferred; the same run recovers the rest
-E2E_EXTRA_ENV="RCH_RSYNC_BIN=$S/bin/slow-rsync E2E_RSYNC_DELAY=12" \
-  as_b rch jobs recover "$(id_of "$L2")" --timeout-secs 120 >"$S/manual.log" 2>&1 &
+# (the lease killed mid-build: its recovery fetches the outputs, with an rsync that waits)
+E2E_EXTRA_ENV="RCH_RSYNC_BIN=$S/bin/slow-rsync E2E_RSYNC_DELAY=20" \
+  as_b rch jobs recover "$(id_of "$L1")" --timeout-secs 120 >"$S/manual.log" 2>&1 &
 MANUAL=$!
 STARTED_PIDS+=("$MANUAL")
 lock_held() { # the recovery lock of journal $1 appears in /proc/locks
   local ino; ino=$(stat -c %i "${1%.json}.recovery.lock" 2>/dev/null) || return 1
   grep -q ":$ino " /proc/locks
 }
-until=$((SECONDS + 30)); while ! lock_held "$L2" && [ $SECONDS -lt $until ]; do sleep 0.1; done
+until=$((SECONDS + 30)); while ! lock_held "$L1" && [ $SECONDS -lt $until ]; do sleep 0.1; done
+lock_held "$L1" || detail "lock: the manual recovery's lock never appeared in /proc/locks"
 # (three attempts: the first three leases; the fourth and fifth wait for the steps below)
 as_b "$SWEEP" --json --stale-after 5 --max-recoveries 3 >"$S/lock.json" 2>"$S/lock.err"; rc=$?
-l2=$(id_of "$L2")
+l1=$(id_of "$L1")
 ok=1
-jq -e --arg id "$l2" '.leases[] | select(.wrapper_id == $id) | .outcome == "deferred" and (.error | test("another process"))' "$S/lock.json" >/dev/null \
-  && ! jq -e --arg id "$l2" '.leases[$id]' "$STATE" >/dev/null 2>&1 && ok=0
+jq -e --arg id "$l1" '.leases[] | select(.wrapper_id == $id) | .outcome == "deferred" and (.error | test("another process"))' "$S/lock.json" >/dev/null \
+  && ! jq -e --arg id "$l1" '.leases[$id]' "$STATE" >/dev/null 2>&1 && ok=0
 [ $ok = 0 ] || detail "lock: exit $rc; $(jq -c '[.leases[] | select(.outcome != "skipped") | {wrapper_id, outcome, error}]' "$S/lock.json" 2>/dev/null | head -c 800)"
 verdict "lock: a manual rch jobs recover holding rch's lock leaves its lease deferred, nothing charged" $ok "exit $rc"
 wait "$MANUAL"; manual_rc=$?
@@ -661,15 +677,15 @@ completion() { # rch's completion, as rchd 2.1.34 verifies it (one journal)
     and ((.recovery.daemon_exit_code | type == "number") or .recovery.daemon_record_absent == true)' "$1" >/dev/null
 }
 ok=0; why=
-for pair in "L1:killed-mid-build" "L3:retained-by-rch"; do
+for pair in "L2:killed-before-launch" "L3:retained-by-rch"; do
   var=${pair%%:*}; f=${!var}
   jq -e --arg id "$(id_of "$f")" '.leases[] | select(.wrapper_id == $id) | .outcome == "recovered"' "$S/lock.json" >/dev/null \
     && completion "$f" || { ok=1; why="$why $(id_of "$f") $(jq -r --arg id "$(id_of "$f")" '.leases[] | select(.wrapper_id == $id) | "\(.outcome) \(.error // "")"' "$S/lock.json" | cut -c1-200)"; }
   keep "$f" "after-${pair##*:}"
 done
 [ "$rc" = 0 ] || { ok=1; why="$why exit $rc"; }
-completion "$L2" || { ok=1; why="$why manual recovery of $l2 (exit $manual_rc) not complete"; }
-keep "$L2" "after-killed-before-launch"
+completion "$L1" || { ok=1; why="$why manual recovery of $l1 (exit $manual_rc) not complete"; }
+keep "$L1" "after-killed-mid-build"
 verdict "recover: a real run recovers them, and the journals read back as rch's completion" $ok "${why:-exit $rc}"
 
 # doctor on the healthy host
