@@ -126,6 +126,8 @@ verdict() {
 }
 
 ip link set lo up || { echo "real-rch-e2e: ip link set lo up failed" >&2; exit 1; }
+# The folder for --keep-journals, held open: /tmp is covered next, and it may lie there.
+if [ -n "${E2E_KEEP:-}" ]; then exec 9<"$E2E_KEEP" || exit 1; fi
 # The binaries first: the cache or the checkout may lie under /tmp, which is covered next.
 mount -t tmpfs -o mode=0755 rch-e2e-stage /srv || exit 1
 for spec in "${PINNED[@]}"; do
@@ -162,8 +164,9 @@ finish() {
   local code=$?
   stop_all
   if [ -n "${E2E_KEEP:-}" ] && [ -d "$S/out" ]; then
-    cp -a "$S/out/." "$E2E_KEEP/" 2>/dev/null
-    chown -R root:root "$E2E_KEEP" 2>/dev/null
+    cp "$S/out/"*.json "/proc/$$/fd/9/" 2>/dev/null
+    chown root:root "/proc/$$/fd/9/"*.json 2>/dev/null
+    say "journals kept in $E2E_KEEP: $(ls "$S/out" | wc -l)"
   fi
   if [ "$FAILED" -gt 0 ] && [ -s "$S/details.log" ]; then
     say "--- details of the failed steps"
