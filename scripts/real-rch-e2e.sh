@@ -52,6 +52,8 @@ versions() {
   for spec in "${PINNED[@]}"; do
     local path; path=$(bin_of "$spec")
     if [ -x "$path" ]; then state=installed; else state="not installed"; fi
+    local n=${spec%%:*} v=${spec##*:}
+    [ -x "$path" ] || [ ! -e "$CACHE/$n-$v.unavailable" ] || state="not installed: $(cat "$CACHE/$n-$v.unavailable")"
     printf '%-8s %-7s %s (%s)\n' "${spec%%:*}" "${spec##*:}" "$path" "$state"
   done
 }
