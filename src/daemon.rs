@@ -18,7 +18,7 @@
 
 use crate::child::{self, Capture, ChildSpec, Ending};
 use crate::exit::ExitCode;
-use crate::{account, config};
+use crate::{account, config, rch_cache};
 use std::ffi::{OsStr, OsString};
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
@@ -155,13 +155,18 @@ impl Report {
     /// the socket, how it was chosen, what happened to the leases, and the
     /// fix. None when it is up.
     pub fn message(&self) -> Option<String> {
+        self.message_in(&config::process_env)
+    }
+
+    /// [`Report::message`] for a run whose `rch` was asked in `env`.
+    pub fn message_in(&self, env: &dyn Fn(&str) -> Option<OsString>) -> Option<String> {
         if self.up {
             return None;
         }
         let socket = self.socket.display();
         let how = self.chosen_by.how();
         let why = self.error.as_deref().unwrap_or("unknown");
-        let fix = self.fix()?;
+        let fix = self.fix_in(env)?;
         if let Some(other) = &self.answering_elsewhere {
             return Some(format!(
                 "rch looks for its daemon at {socket} ({how}), where none answers ({why}), while one of this user's answers at {other}; no recovery was started and no lease was charged a failure. {fix}",
@@ -180,11 +185,25 @@ impl Report {
 
     /// What to do about it; None when it is up.
     pub fn fix(&self) -> Option<String> {
+        self.fix_in(&config::process_env)
+    }
+
+    /// [`Report::fix`] for a run whose `rch` was asked in `env` (rch-sweep's
+    /// own environment: the children's differs only in `RCH_STATE_HOME`).
+    pub fn fix_in(&self, env: &dyn Fn(&str) -> Option<OsString>) -> Option<String> {
         if self.up {
             return None;
         }
         Some(match &self.answering_elsewhere {
-            Some(other) => format!("Point rch at it: {}", point_at(other, self.chosen_by)),
+            Some(other) => {
+                let mut fix = format!("Point rch at it: {}", point_at(other, self.chosen_by, env));
+                if self.chosen_by == ChosenBy::Rch
+                    && let Some(note) = rch_cache::stale_default_note(&self.socket, env)
+                {
+                    fix.push_str(&format!(". {note}"));
+                }
+                fix
+            }
             None if self.foreign_listener.is_some() => {
                 "Start this user's own daemon (systemctl --user start rchd, or rch daemon start) where rch looks for it, or name the socket of the daemon meant with --socket / RCH_SOCKET_PATH; another user's process is never handed this user's recoveries"
                     .to_owned()
@@ -212,21 +231,31 @@ impl Report {
     }
 }
 
-/// The fix for a daemon answering at `other` while rch looks elsewhere:
-/// the variable rch itself reads, set where the run gets its environment.
-fn point_at(other: &Path, chosen_by: ChosenBy) -> String {
+/// The fix for a daemon answering at `other` while rch looks elsewhere,
+/// set where the run gets its environment: first `RCH_SOCKET_PATH`, which
+/// rch obeys whatever its config files or its config cache say; then, for
+/// a user service's socket, `XDG_RUNTIME_DIR`, which only moves rch's
+/// default (and not at all while rch's config cache holds an older one), so
+/// it is offered only when rch was asked without it.
+fn point_at(other: &Path, chosen_by: ChosenBy, env: &dyn Fn(&str) -> Option<OsString>) -> String {
     let socket = format!("RCH_SOCKET_PATH={}", other.display());
     let by_runtime_dir = other
         .parent()
         .filter(|_| other.file_name() == Some(OsStr::new("rch.sock")))
         .filter(|dir| dir.starts_with("/run/user"))
-        .map(|dir| format!("XDG_RUNTIME_DIR={} or ", dir.display()))
+        .filter(|_| rch_cache::runtime_dir(env).is_none())
+        .map(|dir| {
+            format!(
+                " (or XDG_RUNTIME_DIR={}, which only moves rch's default socket there)",
+                dir.display()
+            )
+        })
         .unwrap_or_default();
     match chosen_by {
         ChosenBy::Option => format!("--socket {}", other.display()),
         ChosenBy::Environment => format!("{socket} instead"),
         ChosenBy::Rch => format!(
-            "set {by_runtime_dir}{socket} on the crontab line or in the unit's drop-in (systemctl edit)"
+            "set {socket} on the crontab line or in the unit's drop-in (systemctl edit){by_runtime_dir}"
         ),
     }
 }
@@ -622,16 +651,39 @@ mod tests {
             Some("/run/user/1000/rch.sock"),
         );
         assert_eq!(wrong.exit_code(), ExitCode::Config);
-        let message = wrong.message().expect("message");
+        // cron: no XDG_RUNTIME_DIR. RCH_SOCKET_PATH first (it works whatever
+        // rch's config and its cache say), XDG_RUNTIME_DIR as the lesser way.
+        let cron = |name: &str| (name == "HOME").then(|| OsString::from("/home/a"));
+        let message = wrong.message_in(&cron).expect("message");
         for words in [
             "/home/a/.cache/rch/rch.sock",
             "/run/user/1000/rch.sock",
             "as rch resolves it",
-            "XDG_RUNTIME_DIR=/run/user/1000 or RCH_SOCKET_PATH=/run/user/1000/rch.sock",
-            "crontab",
+            "Point rch at it: set RCH_SOCKET_PATH=/run/user/1000/rch.sock on the crontab line or in the unit's drop-in (systemctl edit) (or XDG_RUNTIME_DIR=/run/user/1000, which only moves rch's default socket there)",
         ] {
             assert!(message.contains(words), "{message} lacks {words}");
         }
+        assert!(!message.contains("config.cache.json"), "{message}");
+        // A user timer: XDG_RUNTIME_DIR is set, yet rch named ~/.cache: its
+        // config cache holds the default resolved without it.
+        let timer = |name: &str| match name {
+            "HOME" => Some(OsString::from("/home/a")),
+            "XDG_RUNTIME_DIR" => Some(OsString::from("/run/user/1000")),
+            _ => None,
+        };
+        let fix = wrong.fix_in(&timer).expect("fix");
+        assert!(
+            fix.starts_with("Point rch at it: set RCH_SOCKET_PATH=/run/user/1000/rch.sock on the crontab line or in the unit's drop-in (systemctl edit). rch was asked with XDG_RUNTIME_DIR=/run/user/1000 set and still named /home/a/.cache/rch/rch.sock"),
+            "{fix}"
+        );
+        for words in [
+            "remove /home/a/.cache/rch/config.cache.json",
+            "RCH_DISABLE_CONFIG_CACHE=1",
+        ] {
+            assert!(fix.contains(words), "{fix} lacks {words}");
+        }
+        assert!(!fix.contains("(or XDG_RUNTIME_DIR"), "{fix}");
+        assert!(wrong.message_in(&timer).expect("message").ends_with(&fix));
         let named = report(
             ChosenBy::Option,
             Err("no socket at all (nothing is at that path)".into()),

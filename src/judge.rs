@@ -258,7 +258,11 @@ pub const NOT_ACKNOWLEDGED: &str =
 
 /// A zero exit can mean only that a live wrapper was asked to resume, so a
 /// recovery counts as done only when the journal read back is the same lease
-/// and shows both the delivery and the daemon's terminal receipt.
+/// and shows both the delivery and the daemon's terminal receipt, or, for a
+/// build the daemon no longer knew, rch's mark that it had no record
+/// (`daemon_record_absent: true`, which rch 2.1.34 writes only past its
+/// 24-hour cap and rchd 2.1.34's own recovery task accepts in place of the
+/// receipt).
 pub fn verify_completion(
     before: &DurableJobLease,
     after: &DurableJobLease,
@@ -278,12 +282,16 @@ pub fn verify_completion(
         .as_ref()
         .and_then(|recipe| recipe.daemon_exit_code.as_i64())
         .and_then(|code| i32::try_from(code).ok());
+    let record_absent = after
+        .recovery
+        .as_ref()
+        .is_some_and(|recipe| recipe.daemon_record_absent.as_bool() == Some(true));
     let delivered = settled_handoff(after);
     if !after.terminal_acknowledged
         || after.state != LeaseState::Finished
         || delivered.is_none()
         || delivered != after.exit_code
-        || daemon_exit.is_none()
+        || (daemon_exit.is_none() && !record_absent)
     {
         return Err(NOT_ACKNOWLEDGED);
     }
@@ -744,6 +752,33 @@ mod tests {
                 "daemon_exit_code {receipt}"
             );
         }
+        // rch 2.1.34: a build its daemon no longer knew settles on the
+        // recorded absence instead of a receipt; only a JSON `true` counts.
+        let mut forgotten = handoff_recipe(102);
+        forgotten["daemon_record_absent"] = json!(true);
+        let forgotten = with_recipe(&complete, forgotten);
+        assert_eq!(verify_completion(&before, &forgotten), Ok(()));
+        for mark in [json!("true"), json!(1), json!(false), Value::Null] {
+            let mut recipe = handoff_recipe(102);
+            recipe["daemon_record_absent"] = mark.clone();
+            assert_eq!(
+                verify_completion(&before, &with_recipe(&complete, recipe)),
+                Err(NOT_ACKNOWLEDGED),
+                "daemon_record_absent {mark}"
+            );
+        }
+        let mut absent_unfinished = forgotten.clone();
+        absent_unfinished.terminal_acknowledged = false;
+        assert_eq!(
+            verify_completion(&before, &absent_unfinished),
+            Err(NOT_ACKNOWLEDGED)
+        );
+        let mut absent_contradicting = forgotten;
+        absent_contradicting.exit_code = Some(0);
+        assert_eq!(
+            verify_completion(&before, &absent_contradicting),
+            Err(NOT_ACKNOWLEDGED)
+        );
         let mut false_success = complete.clone();
         false_success.exit_code = Some(0);
         assert_eq!(

@@ -44,6 +44,7 @@ pub mod persist;
 pub mod plan;
 pub mod preflight;
 pub mod proc_locks;
+pub mod rch_cache;
 pub mod record;
 pub mod recover;
 pub mod report;

@@ -655,15 +655,123 @@ exit $status
             "error": "no socket at all (nothing is at that path)", "answering_elsewhere": right}),
         "{document}"
     );
-    let fix = format!("XDG_RUNTIME_DIR=/run/user/{uid} or RCH_SOCKET_PATH={right}");
+    // RCH_SOCKET_PATH first: it works whatever rch's config (and config
+    // cache) says; XDG_RUNTIME_DIR only as the lesser way.
+    let fix = format!(
+        "set RCH_SOCKET_PATH={right} on the crontab line or in the unit's drop-in (systemctl edit) (or XDG_RUNTIME_DIR=/run/user/{uid}, which only moves rch's default socket there)"
+    );
     assert!(
-        document["error"]
-            .as_str()
-            .is_some_and(|e| e.contains(&fix) && e.contains("crontab")),
+        document["error"].as_str().is_some_and(|e| e.contains(&fix)),
         "{document}"
     );
     assert!(!started.exists(), "a recovery ran");
     assert_eq!(world.state()["leases"], json!({}));
+}
+
+/// rch 2.1's config cache as an earlier rch run without `XDG_RUNTIME_DIR`
+/// left it in `home`: schema 3, keyed by the config files rch reads from
+/// `cwd` (none exists: 0 and 0), the merged config with the default socket
+/// `~/.cache/rch/rch.sock` resolved.
+fn write_rch_config_cache(home: &Path, cwd: &Path) -> PathBuf {
+    let cached_default = home.join(".cache/rch/rch.sock");
+    let absent = |path: PathBuf| json!({"path": utf8(&path), "mtime_unix_nanos": 0, "len": 0});
+    let cache = home.join(".cache/rch/config.cache.json");
+    fs::create_dir_all(cache.parent().expect("folder")).expect("mkdir");
+    let document = json!({
+        "schema_version": 3,
+        "source_fingerprints": [
+            absent(home.join(".config/rch/config.toml")),
+            absent(cwd.join(".rch/config.toml")),
+        ],
+        "config": {"general": {"enabled": true, "socket_path": utf8(&cached_default)}},
+    });
+    fs::write(&cache, document.to_string()).expect("write the cache");
+    cache
+}
+
+#[test]
+fn rchs_config_cache_holding_the_old_default_is_named_with_the_fix() {
+    // A user timer's environment: XDG_RUNTIME_DIR is set and the user
+    // service's daemon answers under it, but rch's config cache, written
+    // by an rch run without XDG_RUNTIME_DIR, still holds ~/.cache's socket.
+    let world = World::new();
+    let runtime = runtime_dir(&world);
+    let daemon = FakeDaemon::start(&runtime.join("rch.sock"), Reply::Healthy);
+    let home = world.path("home");
+    let cwd = fs::canonicalize(world.dir.path()).expect("world");
+    let cache = write_rch_config_cache(&home, &cwd);
+    let rch = world.daemon_rch(
+        "rch",
+        &format!(
+            "cp \"{done}/$3.json\" \"$leases/$3.json\"",
+            done = world.path("done").display()
+        ),
+    );
+    let id = world.will_complete(Journal::stale("w1", 2 * HOUR_MS));
+    let mut command = sweep(&world, &["--rch", utf8(&rch)]);
+    command
+        .current_dir(&cwd)
+        .env("XDG_RUNTIME_DIR", &runtime)
+        .env(WAIT_MS.0, WAIT_MS.1);
+    let (code, document, stderr) = run_json(command);
+    assert_eq!(code, 78, "{document}\n{stderr}");
+    let stale = home.join(".cache/rch/rch.sock");
+    assert_eq!(document["daemon"]["socket"], utf8(&stale), "{document}");
+    assert_eq!(
+        document["daemon"]["answering_elsewhere"],
+        utf8(&daemon.socket)
+    );
+    let error = document["error"].as_str().unwrap_or_default();
+    let fix = format!(
+        "Point rch at it: set RCH_SOCKET_PATH={} on the crontab line",
+        daemon.socket.display()
+    );
+    let said = format!(
+        "rch was asked with XDG_RUNTIME_DIR={} set and still named {}",
+        runtime.display(),
+        stale.display()
+    );
+    let remove = format!("remove {}", cache.display());
+    for words in [&fix, &said, &remove, "RCH_DISABLE_CONFIG_CACHE=1"] {
+        assert!(error.contains(words), "{error}\nlacks {words}");
+    }
+    assert!(
+        error.find(&fix) < error.find(&said),
+        "RCH_SOCKET_PATH leads: {error}"
+    );
+    assert_eq!(outcomes(&document), [(id.clone(), "deferred".to_owned())]);
+
+    // doctor, asked in the same environment, says the same.
+    let mut doctor = world.sub(&["doctor", "--json", "--rch", utf8(&rch)]);
+    isolate(&world, &mut doctor);
+    doctor
+        .current_dir(&cwd)
+        .env("XDG_RUNTIME_DIR", &runtime)
+        .env(WAIT_MS.0, WAIT_MS.1);
+    let output = doctor.output().expect("doctor");
+    let report = one_document(&output);
+    let row = report["checks"]
+        .as_array()
+        .and_then(|rows| rows.iter().find(|row| row["check"] == "daemon"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(row["status"], "fail", "{report}");
+    let doctor_fix = row["fix"].as_str().unwrap_or_default();
+    for words in [&fix, &said, &remove] {
+        assert!(doctor_fix.contains(words), "{row}\nlacks {words}");
+    }
+
+    // Either fix it names works: with the cache bypassed, rch names its
+    // default under XDG_RUNTIME_DIR, where the daemon answers.
+    let mut command = sweep(&world, &["--rch", utf8(&rch)]);
+    command
+        .current_dir(&cwd)
+        .env("XDG_RUNTIME_DIR", &runtime)
+        .env("RCH_DISABLE_CONFIG_CACHE", "1");
+    let (code, document, stderr) = run_json(command);
+    assert_eq!(code, 0, "{document}\n{stderr}");
+    assert_eq!(document["recovered"], 1, "{document}");
+    assert_eq!(document["daemon"]["socket"], utf8(&daemon.socket));
 }
 
 #[test]

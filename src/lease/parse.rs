@@ -108,6 +108,7 @@ mod tests {
             tree_retired: key("tree_retired"),
             returned: key("returned"),
             daemon_exit_code: key("daemon_exit_code"),
+            daemon_record_absent: key("daemon_record_absent"),
         }
     }
 
@@ -221,6 +222,8 @@ mod tests {
             r#"{"returned": 1e309}"#.to_owned(),
             r#"{"returned": -9223372036854775809}"#.to_owned(),
             r#"{"pair": null, "retire_root": {}, "tree_retired": "yes"}"#.to_owned(),
+            r#"{"daemon_record_absent": true, "daemon_record_absent": "true"}"#.to_owned(),
+            r#"{"daemon_record_absent": false, "daemon_record_absent": true}"#.to_owned(),
             r#"{"\u0072etired": true, "retired\u0000": false}"#.to_owned(),
             r#"{"wrapper_id": "rchw-\u0078", "worker": {"\u0069d": "w\"1"}}"#.to_owned(),
             r#"{"phases": [{"baseline": {"a\ud800": "x"}}]}"#.to_owned(),

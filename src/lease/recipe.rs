@@ -108,6 +108,9 @@ pub struct RecipeKeys {
     pub tree_retired: Kept,
     pub returned: Kept,
     pub daemon_exit_code: Kept,
+    /// rch 2.1.34's mark of a completion whose build its daemon no longer
+    /// knew (after rch's 24-hour cap): it stands in for `daemon_exit_code`.
+    pub daemon_record_absent: Kept,
 }
 
 impl<'de> Deserialize<'de> for RecipeKeys {
@@ -131,6 +134,7 @@ enum KeptKey {
     TreeRetired,
     Returned,
     DaemonExitCode,
+    DaemonRecordAbsent,
     Other,
 }
 
@@ -150,6 +154,7 @@ impl KeptKey {
             "tree_retired" => KeptKey::TreeRetired,
             "returned" => KeptKey::Returned,
             "daemon_exit_code" => KeptKey::DaemonExitCode,
+            "daemon_record_absent" => KeptKey::DaemonRecordAbsent,
             _ => KeptKey::Other,
         }
     }
@@ -248,6 +253,9 @@ impl<'de> Visitor<'de> for RecipeKeysVisitor {
                 KeptKey::TreeRetired => recipe.tree_retired = map.next_value_seed(plain)?,
                 KeptKey::Returned => recipe.returned = map.next_value_seed(plain)?,
                 KeptKey::DaemonExitCode => recipe.daemon_exit_code = map.next_value_seed(plain)?,
+                KeptKey::DaemonRecordAbsent => {
+                    recipe.daemon_record_absent = map.next_value_seed(plain)?
+                }
                 KeptKey::Other => map.next_value::<Checked>().map(drop)?,
             }
         }

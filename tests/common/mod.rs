@@ -377,17 +377,29 @@ pub struct FakeDaemon {
 impl FakeDaemon {
     /// Starts it at `socket` and returns once it accepts connections.
     pub fn start(socket: &Path, reply: Reply) -> FakeDaemon {
-        FakeDaemon::launch(socket, reply, &mut Command::new("python3"))
+        FakeDaemon::launch(socket, reply, &mut Command::new("python3"), &[])
     }
 
     /// Started as `nobody` (needs root): another user's listener, as one
     /// planted at a shared path. The socket's folder must let `nobody` in
     /// and write there (the socket and its request log).
     pub fn start_as_nobody(socket: &Path, reply: Reply) -> FakeDaemon {
-        FakeDaemon::launch(socket, reply, as_nobody(&mut Command::new("python3")))
+        FakeDaemon::launch(socket, reply, as_nobody(&mut Command::new("python3")), &[])
     }
 
-    fn launch(socket: &Path, reply: Reply, python: &mut Command) -> FakeDaemon {
+    /// A healthy daemon whose build history holds nothing (`--history
+    /// forgotten`): it answers rch's build query `not_found`, as rchd does
+    /// for a build it no longer knows.
+    pub fn forgetting(socket: &Path) -> FakeDaemon {
+        FakeDaemon::launch(
+            socket,
+            Reply::Healthy,
+            &mut Command::new("python3"),
+            &["--history", "forgotten"],
+        )
+    }
+
+    fn launch(socket: &Path, reply: Reply, python: &mut Command, extra: &[&str]) -> FakeDaemon {
         use std::io::BufRead;
         let log = socket.with_extension("requests");
         let mut child = python
@@ -396,6 +408,7 @@ impl FakeDaemon {
             .arg(socket)
             .args(["--reply", reply.as_str(), "--log"])
             .arg(&log)
+            .args(extra)
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::piped())
             .spawn()
