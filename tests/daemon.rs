@@ -13,11 +13,14 @@
 
 mod common;
 
+use common::backoff::{twice_failed_entry, write_entry};
+use common::isolated::{isolate, run_json, sweep};
+use common::mounts::private_mount_namespace;
 use common::*;
 use serde_json::{Value, json};
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 /// The debug build's shortening of the check's waits (connect, read, pause
 /// between tries), so a daemon that never answers costs a test 2.5 s, not
@@ -28,37 +31,6 @@ fn utf8(path: &Path) -> &str {
     path.to_str().expect("utf8 path")
 }
 
-/// The binary for a run on `world` with `args`, with the world's own home
-/// and none of the host's places for a daemon.
-fn sweep(world: &World, args: &[&str]) -> Command {
-    let mut command = world.command(args);
-    isolate(world, &mut command);
-    command
-}
-
-fn isolate(world: &World, command: &mut Command) {
-    let home = world.path("home");
-    fs::create_dir_all(&home).expect("home");
-    command
-        .current_dir(world.dir.path())
-        .env("HOME", &home)
-        .env_remove("XDG_RUNTIME_DIR")
-        .env_remove("XDG_CACHE_HOME")
-        .env_remove("XDG_CONFIG_HOME");
-}
-
-/// Runs it with `--json`: exit code, document, stderr.
-fn run_json(mut command: Command) -> (i32, Value, String) {
-    command.arg("--json");
-    let output: Output = command.output().expect("run rch-sweep");
-    let document = one_document(&output);
-    (
-        output.status.code().unwrap_or(-1),
-        document,
-        stderr(&output),
-    )
-}
-
 /// A folder for a daemon's socket, as `XDG_RUNTIME_DIR` would be.
 fn runtime_dir(world: &World) -> PathBuf {
     let dir = world.path("run");
@@ -66,18 +38,11 @@ fn runtime_dir(world: &World) -> PathBuf {
     dir
 }
 
-/// Writes a state file with one entry for `id`, failed twice and due now;
-/// returns the entry as written.
+/// Writes a state file with one entry for `id`, failed twice and due now
+/// (no last success); returns the entry as written.
 fn seed_entry(world: &World, id: &str, worker: &str) -> Value {
-    let entry = json!({"failures": 2, "next_attempt_unix_ms": now_ms() - 60_000,
-        "last_attempt_unix_ms": now_ms() - 3_600_000, "last_error": "exit status: 1: earlier",
-        "worker_id": worker, "build_id": 30052631078502447u64});
-    fs::create_dir_all(world.state_file().parent().expect("parent")).expect("mkdir");
-    fs::write(
-        world.state_file(),
-        json!({"version": 1, "leases": {id: entry.clone()}}).to_string(),
-    )
-    .expect("state");
+    let entry = twice_failed_entry(worker);
+    write_entry(world, id, &entry, None);
     entry
 }
 
@@ -290,13 +255,9 @@ fn nothing_asks_rch_or_touches_the_socket_but_a_real_run_with_something_due() {
 
     // A real run with nothing due (the lease backs off): nothing asked,
     // no daemon in the summary or the metrics.
-    let mut entry = seed_entry(&world, &journal.id, "w1");
+    let mut entry = twice_failed_entry("w1");
     entry["next_attempt_unix_ms"] = json!(now_ms() + HOUR_MS);
-    fs::write(
-        world.state_file(),
-        json!({"version": 1, "leases": {journal.id.clone(): entry}}).to_string(),
-    )
-    .expect("state");
+    write_entry(&world, &journal.id, &entry, None);
     let mut command = sweep(&world, &["--rch", rch, "--metrics-file", prom]);
     command.env("XDG_RUNTIME_DIR", &runtime);
     let (code, document, _) = run_json(command);
@@ -578,9 +539,7 @@ fn in_crons_environment_the_user_services_daemon_at_run_user_is_named() {
         eprintln!("skipped: mounting a private /run/user needs root (CI runs as root)");
         return;
     }
-    let private = Command::new("unshare")
-        .args(["--mount", "--propagation", "private", "true"])
-        .output();
+    let private = private_mount_namespace("true").output();
     if !private.is_ok_and(|output| output.status.success()) {
         eprintln!("skipped: unshare --mount is not permitted here");
         return;
@@ -608,16 +567,7 @@ env -i HOME="$3" LOGNAME=root SHELL=/bin/sh PATH=/usr/bin:/bin \
 kill "$daemon"; wait "$daemon"
 exit $status
 "#;
-    let output = Command::new("unshare")
-        .args([
-            "--mount",
-            "--propagation",
-            "private",
-            "sh",
-            "-c",
-            script,
-            "sh",
-        ])
+    let output = private_mount_namespace(script)
         .args([
             FAKE_RCHD,
             utf8(&ready),
