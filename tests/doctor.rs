@@ -983,3 +983,17 @@ fn a_hanging_version_is_answered_within_fifteen_seconds_and_killed() {
         );
     }
 }
+
+#[test]
+fn the_demos_stand_in_for_rch_passes_the_rch_check_as_rch_2_1_does() {
+    // README's demo runs `doctor` with examples/fake-rch: it answers `jobs
+    // recover --help` with 0, as rch 2.1 does (rch 1.x exits 2 there).
+    let world = World::new();
+    let output = world
+        .command(&["doctor", "--json", "--rch", FAKE_RCH])
+        .output()
+        .expect("doctor");
+    let document: Value = serde_json::from_slice(&output.stdout).expect("json");
+    let check = row(&document, "rch");
+    assert_eq!(check["status"], "ok", "{check}");
+}
