@@ -471,6 +471,14 @@ as_cron || status=$?
 [ -z "$(ls -A "$work/cron-home")" ] || fail "cron's '$cron_command' created files in HOME: $(ls -A "$work/cron-home")"
 echo "ok: $cron_line -> exit 0, silent"
 
+# An rch where its installer puts it, as doctor's rch check asks of it:
+# its version, and `jobs recover --help` exiting 0 (rch 2.1 and later;
+# rch 1.x has no `jobs`). Anything else fails, as with no daemon to ask.
+stand_in_rch() {
+  printf '#!/bin/sh\ncase "$*" in\n  --version) echo "rch 0.0.0 (install-check stand-in)"; exit 0 ;;\n  "jobs recover --help") echo "usage: rch jobs recover <WRAPPER_ID>"; exit 0 ;;\nesac\nexit 1\n' > "$1"
+  chmod 755 "$1"
+}
+
 step "doctor --as cron, as a user who is not root"
 # What the operator runs after crontab -e: the installed binary re-executes
 # itself with cron's HOME, LOGNAME, SHELL and PATH only. As nobody, with a
@@ -479,9 +487,7 @@ step "doctor --as cron, as a user who is not root"
 chmod 711 "$work"
 user_home=$work/nobody-home
 mkdir -p "$user_home/.local/bin" "$user_home/.local/state/rch/job-leases"
-printf '#!/bin/sh\nif [ "$1" = --version ]; then echo "rch 0.0.0 (install-check stand-in)"; exit 0; fi\nexit 1\n' \
-  > "$user_home/.local/bin/rch"
-chmod 755 "$user_home/.local/bin/rch"
+stand_in_rch "$user_home/.local/bin/rch"
 chown -R nobody: "$user_home"
 as_nobody() {
   runuser -u nobody -- env -i HOME="$user_home" LOGNAME=nobody PATH=/usr/bin:/bin "$@" \
@@ -578,9 +584,7 @@ echo "ok: dpkg makes a folder anew (a new host, a reinstall after a purge) as it
 # The account's sweep writes its file there, as its timer or cron line would.
 check_home="$work/check-home/$check_user"
 mkdir -p "$check_home/.local/bin" "$check_home/.local/state/rch/job-leases"
-printf '#!/bin/sh\nif [ "$1" = --version ]; then echo "rch 0.0.0 (install-check stand-in)"; exit 0; fi\nexit 1\n' \
-  > "$check_home/.local/bin/rch"
-chmod 755 "$check_home/.local/bin/rch"
+stand_in_rch "$check_home/.local/bin/rch"
 chown -R "$check_user:" "$check_home"
 prom="$textfile_dir/rch-sweep-$check_user.prom"
 runuser -u "$check_user" -- env -i HOME="$check_home" LOGNAME="$check_user" PATH=/usr/bin:/bin \
