@@ -288,12 +288,27 @@ fn each_cron_block_installs_as_a_real_crontab_and_doctor_as_cron_reports_on_it()
         let document: serde_json::Value = serde_json::from_str(stdout(&output).trim())
             .unwrap_or_else(|error| panic!("{error}: {}\n{}", stdout(&output), stderr(&output)));
         assert_eq!(document["as"], "cron", "{document}");
-        let reported = ["checks", "reports"].iter().any(|key| {
-            document[key]
-                .as_array()
-                .is_some_and(|list| !list.is_empty())
-        });
-        assert!(reported, "no report: {document}");
+        // One report, for the block's one sweep line, checked in that line's
+        // environment: its daemon row looks where the block's variable says.
+        let reports = document["reports"].as_array().expect("reports");
+        assert_eq!(reports.len(), 1, "{document}");
+        assert_eq!(reports[0]["text"], sweeps[0], "{document}");
+        let daemon = reports[0]["checks"]
+            .as_array()
+            .expect("the line's checks")
+            .iter()
+            .find(|check| check["check"] == "daemon")
+            .expect("a daemon check");
+        let variable = active_lines(&block.crontab)
+            .into_iter()
+            .find_map(|line| line.strip_prefix("RCH_SOCKET_PATH="))
+            .expect("the block names rch's socket");
+        assert!(
+            daemon["finding"]
+                .as_str()
+                .is_some_and(|finding| finding.contains(variable)),
+            "{daemon}"
+        );
     }
 }
 
