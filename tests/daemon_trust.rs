@@ -158,7 +158,7 @@ fn a_socket_named_explicitly_is_used_whoever_listens_and_doctor_warns() {
     let rch = world.completing_daemon_rch();
     for by_env in [false, true] {
         world.will_complete(Journal::stale("w1", 2 * HOUR_MS));
-        let mut command = if by_env {
+        let command = if by_env {
             let mut command = sweep(&world, &["--rch", utf8(&rch)]);
             command.env("RCH_SOCKET_PATH", socket);
             command
