@@ -971,3 +971,69 @@ fn the_readme_man_page_and_systemd_readme_give_one_table_of_what_is_charged() {
         .collect();
     assert_eq!(rows, man_charged_rows(&repo_text("man/rch-sweep.1")));
 }
+
+/// The re-read of a journal just before its start fails because the
+/// process is out of descriptors (EMFILE): the host's fault, not the
+/// lease's (SPEC "One recovery" step 2). strace counts an injection per
+/// thread: each recovery's thread opens the lease directory, then the
+/// journal, so `when=2` fails every re-read's open (a scan thread that
+/// opens two journals may lose the second one too: that one is skipped
+/// `unreadable`, which is no charge either, and drops its entry as it does
+/// for any journal that is no candidate).
+#[test]
+fn a_reread_the_host_has_no_descriptor_for_is_75_and_charges_no_lease() {
+    if !tool_or_skip("/usr/bin/strace", "strace") {
+        return;
+    }
+    let world = World::new();
+    let first = Journal::stale("w1", 3 * HOUR_MS);
+    let second = Journal::stale("w2", 2 * HOUR_MS);
+    world.add(&first);
+    world.add(&second);
+    let entry = state_with_entry(&world, &first.id);
+    let started = world.path("started.log");
+    let rch = world.fake_rch(
+        "rch",
+        &format!("echo \"$3\" >> '{}'\nexit 1", started.display()),
+    );
+    let leases = world.leases();
+    let inner = world.command(&["--json", "--rch", utf8(&rch)]);
+    let output = under_strace(
+        &["-f", "-P", utf8(&leases)],
+        "openat",
+        "error=EMFILE:when=2",
+        &inner,
+    )
+    .output()
+    .expect("run under strace");
+    assert_eq!(output.status.code(), Some(75), "{}", stderr(&output));
+    let document = one_document(&output);
+    assert_eq!(document["exit_code"], 75, "{document}");
+    assert_eq!(document["failed"], 0, "{document}");
+    let rows = rows(&document);
+    assert!(!rows.is_empty(), "{document}");
+    for (id, outcome, error) in &rows {
+        assert_eq!(outcome, "deferred", "{document}");
+        let error = error.as_deref().expect("a deferred row's error");
+        assert!(
+            error.starts_with(
+                "the host could not start a recovery (this process has too many open files (RLIMIT_NOFILE))"
+            ) && error.contains(&format!("{id}.json"))
+                && error.contains("Too many open files"),
+            "{error}"
+        );
+    }
+    assert!(!started.exists(), "no child ran");
+    // Nothing charged: the one entry is as it was written (or dropped with
+    // its journal, when the scan lost that one), and no other appeared.
+    let saved = world.state();
+    for (id, kept) in saved["leases"].as_object().expect("leases") {
+        assert!(id == &first.id && kept == &entry, "{saved}");
+    }
+    assert_eq!(saved["last_success_unix_ms"], EARLIER_SUCCESS_MS);
+    assert!(
+        stderr(&output).contains("no lease was charged a failure"),
+        "{}",
+        stderr(&output)
+    );
+}
