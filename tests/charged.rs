@@ -1037,3 +1037,76 @@ fn a_reread_the_host_has_no_descriptor_for_is_75_and_charges_no_lease() {
         stderr(&output)
     );
 }
+
+/// The metrics of a run that stops on an error after it opened the state
+/// folder report the last success of the state in that folder, read
+/// through it, never by the path again (SPEC "Files"): a folder swapped in
+/// meanwhile, with a later last success, is not what they report.
+#[test]
+fn the_metrics_of_an_error_after_the_state_folder_opened_read_the_state_in_that_folder() {
+    if !tool_or_skip("/usr/bin/strace", "strace") {
+        return;
+    }
+    use std::os::unix::fs::MetadataExt;
+    let world = World::new();
+    world.add(&Journal::stale("w1", 2 * HOUR_MS));
+    state_with_entry(&world, &new_id());
+    let prom = metrics_path(&world);
+    let state_file = world.state_file();
+    let lock_file = world.path("state/backoff.json.lock");
+    // Stopped (SIGSTOP) as its second flock returns: the state lock, taken
+    // on the folder the run opened, before `rch` is looked for.
+    let mut child = Command::new("/usr/bin/strace")
+        .args(["-qq", "-o", "/dev/null", "-e", "trace=flock"])
+        .args(["-e", "inject=flock:signal=SIGSTOP:when=2", BIN, "--json"])
+        .args(["--lease-dir", utf8(&world.leases())])
+        .args(["--state-file", utf8(&state_file)])
+        .args(["--metrics-file", utf8(&prom)])
+        .args(["--rch", "/nonexistent/rch"])
+        .env_remove("RCH_STATE_HOME")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start strace");
+    let sweep = loop {
+        let held = fs::metadata(&lock_file)
+            .ok()
+            .map(|meta| format!(":{} ", meta.ino()));
+        let locks = fs::read_to_string("/proc/locks").expect("/proc/locks");
+        let holder = held.and_then(|held| {
+            locks
+                .lines()
+                .filter(|line| line.contains(" FLOCK ") && line.contains(&held))
+                .find_map(|line| line.split_whitespace().nth(4)?.parse::<i32>().ok())
+        });
+        if let Some(pid) = holder {
+            break pid;
+        }
+        if let Some(status) = child.try_wait().expect("wait") {
+            panic!("the sweep ended ({status}) before it took the state lock");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    // The folder renamed away, another with a later last success in its place.
+    fs::rename(world.path("state"), world.path("state.away")).expect("rename");
+    fs::create_dir(world.path("state")).expect("mkdir");
+    fs::set_permissions(world.path("state"), fs::Permissions::from_mode(0o700)).expect("chmod");
+    fs::write(
+        &state_file,
+        r#"{"version": 1, "last_success_unix_ms": 1800000000000, "leases": {}}"#,
+    )
+    .expect("write");
+    // SAFETY: kill with a PID of our own child's child and a valid signal.
+    assert_eq!(unsafe { libc::kill(sweep, libc::SIGCONT) }, 0);
+    let output = child.wait_with_output().expect("wait for the sweep");
+    assert_eq!(output.status.code(), Some(78), "{}", stderr(&output));
+    assert_eq!(
+        sample(
+            &prom,
+            &world.leases(),
+            "rch_sweep_last_success_timestamp_seconds",
+            ""
+        ),
+        (EARLIER_SUCCESS_MS / 1000) as f64
+    );
+}
