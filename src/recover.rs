@@ -12,7 +12,7 @@ use crate::state::backoff::now_unix_ms;
 use crate::verdict::Candidate;
 use std::ffi::OsString;
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 pub const ADMISSION_CHANGED: &str =
@@ -139,11 +139,19 @@ pub fn child_env(settings: &Settings) -> Vec<(OsString, OsString)> {
 /// scan, so that what `rch` is handed is what was judged: gone or terminal
 /// is `Vanished`; anything else that changed (type, owner, size, shape,
 /// schema, id, build, worker) refuses the start.
-fn readmit(lease_dir: &LeaseDir, candidate: &Candidate) -> Result<DurableJobLease, AttemptOutcome> {
+fn readmit(
+    lease_dir: &LeaseDir,
+    lease_dir_path: &Path,
+    candidate: &Candidate,
+) -> Result<DurableJobLease, AttemptOutcome> {
     let refused = || AttemptOutcome::Failed(ADMISSION_CHANGED.into());
     let lease = match lease_dir.load(&candidate.wrapper_id) {
         Ok(lease) => lease,
         Err(ReadFailure::Missing) => return Err(AttemptOutcome::Vanished),
+        Err(ReadFailure::Unreadable(error)) => {
+            let journal = lease_dir_path.join(format!("{}.json", candidate.wrapper_id));
+            return Err(unreadable(Reread::Journal, &journal, &error));
+        }
         Err(_) => return Err(refused()),
     };
     if !judge::is_loadable(&candidate.wrapper_id, &lease) {
@@ -177,14 +185,9 @@ fn attempt(settings: &Settings, candidate: &Candidate, stop: &dyn Fn() -> bool) 
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
             return AttemptOutcome::Vanished;
         }
-        Err(error) => {
-            return AttemptOutcome::Failed(format!(
-                "cannot open lease directory {}: {error}",
-                settings.lease_dir.display()
-            ));
-        }
+        Err(error) => return unreadable(Reread::LeaseDir, &settings.lease_dir, &error),
     };
-    let before = match readmit(&lease_dir, candidate) {
+    let before = match readmit(&lease_dir, &settings.lease_dir, candidate) {
         Ok(lease) => lease,
         Err(outcome) => return outcome,
     };
@@ -294,6 +297,42 @@ fn failure_not_its_own(
     }
 }
 
+/// What the re-read before a start could not open or read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Reread {
+    LeaseDir,
+    Journal,
+}
+
+/// What it means that the re-read before a start could not open or read
+/// `path` (`what` it is) for an I/O `error`. A host out of descriptors or
+/// memory (EMFILE, ENFILE, ENOMEM, EAGAIN) cannot start a recovery now,
+/// whatever the journal holds: the host's fault (75, no further start, the
+/// entry unchanged; SPEC "One recovery" step 2). Any other error is the
+/// file's: a journal that cannot be read fails the re-read's checks (step
+/// 1: the admission changed), and a lease directory that cannot be opened
+/// fails the attempt with that error. (A vanished one never gets here: it
+/// is `Vanished`.)
+fn unreadable(what: Reread, path: &Path, error: &io::Error) -> AttemptOutcome {
+    let (act, whole) = match what {
+        Reread::LeaseDir => ("open lease directory", true),
+        Reread::Journal => ("read journal", false),
+    };
+    match shortage(error) {
+        Some(why) => AttemptOutcome::NotCharged(
+            Fault::Host,
+            format!(
+                "the host could not start a recovery ({why}): cannot {act} {}: {error}",
+                path.display()
+            ),
+        ),
+        None if whole => {
+            AttemptOutcome::Failed(format!("cannot {act} {}: {error}", path.display()))
+        }
+        None => AttemptOutcome::Failed(ADMISSION_CHANGED.into()),
+    }
+}
+
 /// A child that could not be started: the host's fault when it ran out of
 /// what a start needs (75: the next run may well succeed), else the `rch`
 /// install's (78: every other start would fail the same way).
@@ -369,5 +408,36 @@ mod tests {
             assert_eq!(shortage(&io::Error::from_raw_os_error(errno)), None);
         }
         assert_eq!(shortage(&io::Error::other("no errno")), None);
+    }
+
+    #[test]
+    fn a_reread_the_host_has_no_descriptor_or_memory_for_is_not_the_leases_fault() {
+        let journal = Path::new("/leases/rchw-1.json");
+        for errno in [libc::EAGAIN, libc::ENOMEM, libc::EMFILE, libc::ENFILE] {
+            let error = io::Error::from_raw_os_error(errno);
+            for (what, path) in [
+                (Reread::Journal, journal),
+                (Reread::LeaseDir, Path::new("/leases")),
+            ] {
+                let AttemptOutcome::NotCharged(Fault::Host, message) =
+                    unreadable(what, path, &error)
+                else {
+                    panic!("errno {errno} for {what:?} was charged");
+                };
+                assert!(message.contains(&path.display().to_string()), "{message}");
+                assert!(message.contains(&error.to_string()), "{message}");
+            }
+        }
+        for errno in [libc::EIO, libc::EACCES, libc::EINVAL] {
+            let error = io::Error::from_raw_os_error(errno);
+            assert_eq!(
+                unreadable(Reread::Journal, journal, &error),
+                AttemptOutcome::Failed(ADMISSION_CHANGED.into())
+            );
+            assert_eq!(
+                unreadable(Reread::LeaseDir, Path::new("/leases"), &error),
+                AttemptOutcome::Failed(format!("cannot open lease directory /leases: {error}"))
+            );
+        }
     }
 }

@@ -569,7 +569,8 @@ fn read_evidence(failure: ReadFailure) -> Evidence {
             seen,
             limit: MAX_JOURNAL_BYTES,
         },
-        ReadFailure::Unreadable(why) | ReadFailure::Malformed(why) => Evidence::ReadError(why),
+        ReadFailure::Unreadable(error) => Evidence::ReadError(error.to_string()),
+        ReadFailure::Malformed(why) => Evidence::ReadError(why),
         ReadFailure::NotRegular(_) | ReadFailure::ForeignOwner { .. } => {
             Evidence::ReadError("changed while reading".into())
         }

@@ -971,3 +971,142 @@ fn the_readme_man_page_and_systemd_readme_give_one_table_of_what_is_charged() {
         .collect();
     assert_eq!(rows, man_charged_rows(&repo_text("man/rch-sweep.1")));
 }
+
+/// The re-read of a journal just before its start fails because the
+/// process is out of descriptors (EMFILE): the host's fault, not the
+/// lease's (SPEC "One recovery" step 2). strace counts an injection per
+/// thread: each recovery's thread opens the lease directory, then the
+/// journal, so `when=2` fails every re-read's open (a scan thread that
+/// opens two journals may lose the second one too: that one is skipped
+/// `unreadable`, which is no charge either, and drops its entry as it does
+/// for any journal that is no candidate).
+#[test]
+fn a_reread_the_host_has_no_descriptor_for_is_75_and_charges_no_lease() {
+    if !tool_or_skip("/usr/bin/strace", "strace") {
+        return;
+    }
+    let world = World::new();
+    let first = Journal::stale("w1", 3 * HOUR_MS);
+    let second = Journal::stale("w2", 2 * HOUR_MS);
+    world.add(&first);
+    world.add(&second);
+    let entry = state_with_entry(&world, &first.id);
+    let started = world.path("started.log");
+    let rch = world.fake_rch(
+        "rch",
+        &format!("echo \"$3\" >> '{}'\nexit 1", started.display()),
+    );
+    let leases = world.leases();
+    let inner = world.command(&["--json", "--rch", utf8(&rch)]);
+    let output = under_strace(
+        &["-f", "-P", utf8(&leases)],
+        "openat",
+        "error=EMFILE:when=2",
+        &inner,
+    )
+    .output()
+    .expect("run under strace");
+    assert_eq!(output.status.code(), Some(75), "{}", stderr(&output));
+    let document = one_document(&output);
+    assert_eq!(document["exit_code"], 75, "{document}");
+    assert_eq!(document["failed"], 0, "{document}");
+    let rows = rows(&document);
+    assert!(!rows.is_empty(), "{document}");
+    for (id, outcome, error) in &rows {
+        assert_eq!(outcome, "deferred", "{document}");
+        let error = error.as_deref().expect("a deferred row's error");
+        assert!(
+            error.starts_with(
+                "the host could not start a recovery (this process has too many open files (RLIMIT_NOFILE))"
+            ) && error.contains(&format!("{id}.json"))
+                && error.contains("Too many open files"),
+            "{error}"
+        );
+    }
+    assert!(!started.exists(), "no child ran");
+    // Nothing charged: the one entry is as it was written (or dropped with
+    // its journal, when the scan lost that one), and no other appeared.
+    let saved = world.state();
+    for (id, kept) in saved["leases"].as_object().expect("leases") {
+        assert!(id == &first.id && kept == &entry, "{saved}");
+    }
+    assert_eq!(saved["last_success_unix_ms"], EARLIER_SUCCESS_MS);
+    assert!(
+        stderr(&output).contains("no lease was charged a failure"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+/// The metrics of a run that stops on an error after it opened the state
+/// folder report the last success of the state in that folder, read
+/// through it, never by the path again (SPEC "Files"): a folder swapped in
+/// meanwhile, with a later last success, is not what they report.
+#[test]
+fn the_metrics_of_an_error_after_the_state_folder_opened_read_the_state_in_that_folder() {
+    if !tool_or_skip("/usr/bin/strace", "strace") {
+        return;
+    }
+    use std::os::unix::fs::MetadataExt;
+    let world = World::new();
+    world.add(&Journal::stale("w1", 2 * HOUR_MS));
+    state_with_entry(&world, &new_id());
+    let prom = metrics_path(&world);
+    let state_file = world.state_file();
+    let lock_file = world.path("state/backoff.json.lock");
+    // Stopped (SIGSTOP) as its second flock returns: the state lock, taken
+    // on the folder the run opened, before `rch` is looked for.
+    let mut child = Command::new("/usr/bin/strace")
+        .args(["-qq", "-o", "/dev/null", "-e", "trace=flock"])
+        .args(["-e", "inject=flock:signal=SIGSTOP:when=2", BIN, "--json"])
+        .args(["--lease-dir", utf8(&world.leases())])
+        .args(["--state-file", utf8(&state_file)])
+        .args(["--metrics-file", utf8(&prom)])
+        .args(["--rch", "/nonexistent/rch"])
+        .env_remove("RCH_STATE_HOME")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start strace");
+    let sweep = loop {
+        let held = fs::metadata(&lock_file)
+            .ok()
+            .map(|meta| format!(":{} ", meta.ino()));
+        let locks = fs::read_to_string("/proc/locks").expect("/proc/locks");
+        let holder = held.and_then(|held| {
+            locks
+                .lines()
+                .filter(|line| line.contains(" FLOCK ") && line.contains(&held))
+                .find_map(|line| line.split_whitespace().nth(4)?.parse::<i32>().ok())
+        });
+        if let Some(pid) = holder {
+            break pid;
+        }
+        if let Some(status) = child.try_wait().expect("wait") {
+            panic!("the sweep ended ({status}) before it took the state lock");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    // The folder renamed away, another with a later last success in its place.
+    fs::rename(world.path("state"), world.path("state.away")).expect("rename");
+    fs::create_dir(world.path("state")).expect("mkdir");
+    fs::set_permissions(world.path("state"), fs::Permissions::from_mode(0o700)).expect("chmod");
+    fs::write(
+        &state_file,
+        r#"{"version": 1, "last_success_unix_ms": 1800000000000, "leases": {}}"#,
+    )
+    .expect("write");
+    // SAFETY: kill with a PID of our own child's child and a valid signal.
+    assert_eq!(unsafe { libc::kill(sweep, libc::SIGCONT) }, 0);
+    let output = child.wait_with_output().expect("wait for the sweep");
+    assert_eq!(output.status.code(), Some(78), "{}", stderr(&output));
+    assert_eq!(
+        sample(
+            &prom,
+            &world.leases(),
+            "rch_sweep_last_success_timestamp_seconds",
+            ""
+        ),
+        (EARLIER_SUCCESS_MS / 1000) as f64
+    );
+}

@@ -27,6 +27,7 @@ use crate::state::backoff::now_unix_ms;
 use crate::verdict::Candidate;
 use crate::{daemon, dispatch, fsio, log, persist, recover, signals, state};
 use anyhow::{Context, Result};
+use std::cell::Cell;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -37,6 +38,11 @@ struct Run {
     intent: Intent,
     started: Instant,
     now_unix_ms: u64,
+    /// Set when a real run that opened the state folder ([`Store`]) stops
+    /// on an error: the last success read through that folder, for the
+    /// metrics of that error ([`metrics_on_error`]), so that no step reads
+    /// the state by its path after the folder was opened.
+    stored_success: Cell<Option<Option<u64>>>,
 }
 
 impl Run {
@@ -60,6 +66,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         intent,
         started: Instant::now(),
         now_unix_ms: now_unix_ms(),
+        stored_success: Cell::new(None),
     };
     let result = if let Err(error) = refuse_tilde(&run.args) {
         Err(error)
@@ -105,12 +112,21 @@ fn metrics_on_error(run: &Run, error: &anyhow::Error) {
     }
     let mut summary = summary(run, Scan::default(), Duration::ZERO, Vec::new());
     summary.exit_code = code;
-    let in_state = match state::read(&run.target.state_file, state::Access::Read) {
-        Ok((state::StateFound::Valid(backoff), _)) => backoff.last_success_unix_ms,
-        _ => None,
-    };
+    let in_state = run
+        .stored_success
+        .get()
+        .unwrap_or_else(|| last_success_by_path(run));
     let previous = persist::last_success_before(path, &summary.lease_dir, in_state);
     persist::write_metrics(path, &mut summary, previous, None);
+}
+
+/// The last success in the state file, read by its path: only for a run
+/// that stopped before it opened the state folder.
+fn last_success_by_path(run: &Run) -> Option<u64> {
+    match state::read(&run.target.state_file, state::Access::Read) {
+        Ok((state::StateFound::Valid(backoff), _)) => backoff.last_success_unix_ms,
+        _ => None,
+    }
 }
 
 /// What no single flag's parser can see (exit 2).
@@ -284,30 +300,34 @@ fn sweep(run: &Run) -> Result<ExitCode> {
     let dir = open_lease_dir(run)?;
     take_sweep_lock(run, &dir)?;
     let store = open_state_folder(run)?;
+    let result = sweep_in(run, &dir, &store);
+    if result.is_err() && run.args.metrics_file.is_some() {
+        run.stored_success.set(Some(store.last_success()));
+    }
+    result
+}
+
+/// [`sweep`] once the state folder is open: everything from the state lock
+/// on.
+fn sweep_in(run: &Run, dir: &LeaseDir, store: &Store) -> Result<ExitCode> {
     // Held, like the sweep lock, until the run ends.
     let _state_lock = store.lock()?;
     check_metrics_path(run)?;
     let rch = find_rch(run)?;
-    clean_leftovers(run, &store);
+    clean_leftovers(run, store);
     let mut backoff = store.load_for_run(run.now_unix_ms)?;
     signals::install().context("cannot install signal handlers")?;
-    let (mut scan, scan_duration) = scan_leases(run, &dir)?;
+    let (mut scan, scan_duration) = scan_leases(run, dir)?;
     let policy = policy(run);
     backoff.prune(&scan.candidates, policy.now_unix_ms, policy.max_ms);
     let due = plan::due(&scan.candidates, &backoff, policy.now_unix_ms);
-    let (attempts, daemon) = recoveries(run, rch, &dir, &scan.candidates, due);
+    let (attempts, daemon) = recoveries(run, rch, dir, &scan.candidates, due);
     let candidates = std::mem::take(&mut scan.candidates);
     let mut summary = summary(run, scan, scan_duration, Vec::new());
     summary.daemon = daemon;
     record::attempts(candidates, attempts, &policy, &mut backoff, &mut summary);
     let metrics_file = run.args.metrics_file.as_deref();
-    persist::save(
-        &store,
-        metrics_file,
-        &mut backoff,
-        &mut summary,
-        run.started,
-    );
+    persist::save(store, metrics_file, &mut backoff, &mut summary, run.started);
     print(run, &summary);
     Ok(summary.exit_code)
 }

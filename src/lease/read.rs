@@ -62,8 +62,9 @@ pub enum ReadFailure {
     /// Grew past [`MAX_JOURNAL_BYTES`] while it was read (the most bytes it
     /// was seen to hold).
     GrewTooLarge(u64),
-    /// An I/O error.
-    Unreadable(String),
+    /// An I/O error, kept whole: its errno tells a host that is out of
+    /// descriptors or memory (not the journal's fault) from a bad file.
+    Unreadable(io::Error),
     /// Not the lease JSON shape.
     Malformed(String),
 }
@@ -131,7 +132,7 @@ fn read_head(
         return Err(ReadFailure::GrewTooLarge(counted.read));
     }
     if let Err(error) = read {
-        return Err(ReadFailure::Unreadable(error.to_string()));
+        return Err(ReadFailure::Unreadable(error));
     }
     let parsed = if buffer.len() < head {
         parse(buffer)
@@ -152,7 +153,7 @@ fn read_head(
     }
     match parsed {
         Ok(lease) => Ok((lease, counted.read)),
-        Err(error) if error.is_io() => Err(ReadFailure::Unreadable(error.to_string())),
+        Err(error) if error.is_io() => Err(ReadFailure::Unreadable(error.into())),
         Err(error) => {
             // A parse that stopped early read only part of the file: should
             // it have grown past the limit meanwhile, it is too large (which

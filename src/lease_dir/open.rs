@@ -79,9 +79,7 @@ impl LeaseDir {
             Ok(file) => file,
             Err(error) => return Err(self.refused(&c_name, error)),
         };
-        let meta = file
-            .metadata()
-            .map_err(|error| ReadFailure::Unreadable(error.to_string()))?;
+        let meta = file.metadata().map_err(ReadFailure::Unreadable)?;
         if !meta.file_type().is_file() {
             return Err(ReadFailure::NotRegular(FileKind::of(&meta)));
         }
@@ -124,7 +122,7 @@ impl LeaseDir {
             Some(libc::EACCES | libc::EPERM) => {
                 let uid = self.stat_at(c_name).ok().map(|stat| stat.st_uid);
                 if uid == Some(self.euid) {
-                    ReadFailure::Unreadable(error.to_string())
+                    ReadFailure::Unreadable(error)
                 } else {
                     ReadFailure::ForeignOwner {
                         uid,
@@ -132,7 +130,7 @@ impl LeaseDir {
                     }
                 }
             }
-            _ => ReadFailure::Unreadable(error.to_string()),
+            _ => ReadFailure::Unreadable(error),
         }
     }
 

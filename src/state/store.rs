@@ -68,8 +68,24 @@ impl Store {
     /// Reads the state file in this folder without following a link or
     /// blocking; refused (74) when it is not this user's regular file.
     fn read(&self) -> anyhow::Result<(StateFound, Option<FileId>)> {
+        self.read_as(Access::Write)
+    }
+
+    /// The last success the state file in this folder holds, read as a
+    /// reader that changes nothing reads it (`None` when there is none or
+    /// it cannot be read): what the metrics of a run that stopped on an
+    /// error after it opened this folder report, read through this folder
+    /// and never by the path again (SPEC "Files").
+    pub fn last_success(&self) -> Option<u64> {
+        match self.read_as(Access::Read) {
+            Ok((StateFound::Valid(backoff), _)) => backoff.last_success_unix_ms,
+            _ => None,
+        }
+    }
+
+    fn read_as(&self, access: Access) -> anyhow::Result<(StateFound, Option<FileId>)> {
         let found = self.folder.existing(&self.name);
-        if file::judge_existing(found, &self.path, Access::Write)?.is_none() {
+        if file::judge_existing(found, &self.path, access)?.is_none() {
             return Ok((StateFound::Missing, None));
         }
         let opened = self.folder.open_at(
@@ -78,7 +94,7 @@ impl Store {
             0,
         );
         match opened {
-            Ok(opened) => file::read_opened(opened, &self.path, Access::Write),
+            Ok(opened) => file::read_opened(opened, &self.path, access),
             Err(error) if error.kind() == io::ErrorKind::NotFound => {
                 Ok((StateFound::Missing, None))
             }
