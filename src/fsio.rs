@@ -375,18 +375,20 @@ pub fn remove_stale_temps(path: &Path) -> io::Result<Vec<PathBuf>> {
 /// What [`read_regular_text`] refuses to read: not a regular file (its
 /// kind), or more than its limit.
 #[derive(Debug)]
-pub enum Unread {
+pub enum NotRead {
     Io(io::Error),
     NotRegular(FileKind),
     TooLarge(u64),
 }
 
-impl std::fmt::Display for Unread {
+impl std::fmt::Display for NotRead {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Unread::Io(error) => write!(f, "{error}"),
-            Unread::NotRegular(kind) => write!(f, "it is {}, not a regular file", kind.described()),
-            Unread::TooLarge(limit) => write!(
+            NotRead::Io(error) => write!(f, "{error}"),
+            NotRead::NotRegular(kind) => {
+                write!(f, "it is {}, not a regular file", kind.described())
+            }
+            NotRead::TooLarge(limit) => write!(
                 f,
                 "it is too large (over {})",
                 crate::human::mebibytes(*limit)
@@ -401,27 +403,27 @@ impl std::fmt::Display for Unread {
 /// on the opened descriptor (`fstat`): anything but a regular file is
 /// refused unread, so a FIFO or `/dev/zero` never blocks the read or
 /// grows it without end; the read stops one byte past `limit`.
-pub fn read_regular_text(path: &Path, limit: u64) -> Result<String, Unread> {
+pub fn read_regular_text(path: &Path, limit: u64) -> Result<String, NotRead> {
     use std::io::Read;
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
         .open(path)
-        .map_err(Unread::Io)?;
-    let meta = file.metadata().map_err(Unread::Io)?;
+        .map_err(NotRead::Io)?;
+    let meta = file.metadata().map_err(NotRead::Io)?;
     match FileKind::of(&meta) {
         FileKind::Regular => {}
-        kind => return Err(Unread::NotRegular(kind)),
+        kind => return Err(NotRead::NotRegular(kind)),
     }
     let mut bytes = Vec::new();
     file.take(limit.saturating_add(1))
         .read_to_end(&mut bytes)
-        .map_err(Unread::Io)?;
+        .map_err(NotRead::Io)?;
     if bytes.len() as u64 > limit {
-        return Err(Unread::TooLarge(limit));
+        return Err(NotRead::TooLarge(limit));
     }
     String::from_utf8(bytes)
-        .map_err(|error| Unread::Io(io::Error::new(io::ErrorKind::InvalidData, error)))
+        .map_err(|error| NotRead::Io(io::Error::new(io::ErrorKind::InvalidData, error)))
 }
 
 #[cfg(test)]
@@ -441,26 +443,26 @@ mod tests {
         // One byte over the limit is too large; exactly the limit is read.
         assert!(matches!(
             read_regular_text(&unit, 9),
-            Err(Unread::TooLarge(9))
+            Err(NotRead::TooLarge(9))
         ));
         // A FIFO with no writer would block a plain open; a device never ends.
         let fifo = dir.path().join("fifo.conf");
         crate::sys::fs::mkfifo(&fifo, 0o600).expect("mkfifo");
         assert!(matches!(
             read_regular_text(&fifo, 10),
-            Err(Unread::NotRegular(FileKind::Fifo))
+            Err(NotRead::NotRegular(FileKind::Fifo))
         ));
         let zero = dir.path().join("zero.conf");
         std::os::unix::fs::symlink("/dev/zero", &zero).expect("symlink");
         let refused = read_regular_text(&zero, 10).expect_err("a device");
-        assert!(matches!(refused, Unread::NotRegular(FileKind::Device)));
+        assert!(matches!(refused, NotRead::NotRegular(FileKind::Device)));
         assert_eq!(
             refused.to_string(),
             format!("it is {}, not a regular file", FileKind::Device.described())
         );
         assert!(matches!(
             read_regular_text(&dir.path().join("gone"), 10),
-            Err(Unread::Io(error)) if error.kind() == io::ErrorKind::NotFound
+            Err(NotRead::Io(error)) if error.kind() == io::ErrorKind::NotFound
         ));
     }
 

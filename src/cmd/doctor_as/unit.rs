@@ -4,7 +4,7 @@
 
 use super::{Plan, Planned, Said, ask, is_output_flag, program, refused_option};
 use crate::cli::Route;
-use crate::fsio::{self, Unread};
+use crate::fsio::{self, NotRead};
 use crate::unit_file::search::{self, Scope};
 use crate::unit_file::{self, Service, Specifiers, syntax};
 use crate::vars::{self, Vars};
@@ -66,17 +66,17 @@ pub(super) fn plan(
                 plan.from.push(format!("EnvironmentFile {path}"));
                 files.push(syntax::environment_file(&text));
             }
-            Err(Unread::Io(error)) if *optional && error.kind() == ErrorKind::NotFound => {}
+            Err(NotRead::Io(error)) if *optional && error.kind() == ErrorKind::NotFound => {}
             // The system manager reads it as root: a file only root may
             // read is no sign that systemd cannot.
-            Err(Unread::Io(error))
+            Err(NotRead::Io(error))
                 if !user_manager && error.kind() == ErrorKind::PermissionDenied =>
             {
                 plan.warnings.push(format!(
                     "EnvironmentFile {path} cannot be read as {name} (systemd reads it as root); its variables are not checked"
                 ))
             }
-            Err(Unread::Io(error)) => plan.warnings.push(format!(
+            Err(NotRead::Io(error)) => plan.warnings.push(format!(
                 "EnvironmentFile {path} cannot be read ({error}): systemd does not start {unit} while it is missing (prefix it with - to make it optional)"
             )),
             Err(refused) => plan.warnings.push(format!(
