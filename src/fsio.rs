@@ -12,6 +12,10 @@
 //!
 //! Temporary files are named `.<name>.<random>.tmp` so that a later run, holding
 //! the lock, can recognise and remove the ones a SIGKILLed run could not.
+//!
+//! [`read_regular_text`] reads small text files others wrote (unit files,
+//! drop-ins, `EnvironmentFile=`s) so that a FIFO or a device standing
+//! there never blocks the read or fills memory.
 
 use crate::stat::FileKind;
 use crate::sys;
@@ -368,10 +372,99 @@ pub fn remove_stale_temps(path: &Path) -> io::Result<Vec<PathBuf>> {
     }
 }
 
+/// What [`read_regular_text`] refuses to read: not a regular file (its
+/// kind), or more than its limit.
+#[derive(Debug)]
+pub enum NotRead {
+    Io(io::Error),
+    NotRegular(FileKind),
+    TooLarge(u64),
+}
+
+impl std::fmt::Display for NotRead {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NotRead::Io(error) => write!(f, "{error}"),
+            NotRead::NotRegular(kind) => {
+                write!(f, "it is {}, not a regular file", kind.described())
+            }
+            NotRead::TooLarge(limit) => write!(
+                f,
+                "it is too large (over {})",
+                crate::human::mebibytes(*limit)
+            ),
+        }
+    }
+}
+
+/// The text of the regular file at `path` (a link to one is followed, as
+/// systemd follows links in its unit folders), at most `limit` bytes.
+/// Opened `O_NONBLOCK` so a FIFO there never blocks the open, then judged
+/// on the opened descriptor (`fstat`): anything but a regular file is
+/// refused unread, so a FIFO or `/dev/zero` never blocks the read or
+/// grows it without end; the read stops one byte past `limit`.
+pub fn read_regular_text(path: &Path, limit: u64) -> Result<String, NotRead> {
+    use std::io::Read;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(NotRead::Io)?;
+    let meta = file.metadata().map_err(NotRead::Io)?;
+    match FileKind::of(&meta) {
+        FileKind::Regular => {}
+        kind => return Err(NotRead::NotRegular(kind)),
+    }
+    let mut bytes = Vec::new();
+    file.take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(NotRead::Io)?;
+    if bytes.len() as u64 > limit {
+        return Err(NotRead::TooLarge(limit));
+    }
+    String::from_utf8(bytes)
+        .map_err(|error| NotRead::Io(io::Error::new(io::ErrorKind::InvalidData, error)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::os::unix::fs::MetadataExt;
+
+    #[test]
+    fn only_a_regular_file_within_the_limit_is_read_and_a_link_to_one_is_followed() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let unit = dir.path().join("a.conf");
+        std::fs::write(&unit, "[Service]\n").expect("write");
+        assert_eq!(read_regular_text(&unit, 10).expect("read"), "[Service]\n");
+        let link = dir.path().join("link.conf");
+        std::os::unix::fs::symlink(&unit, &link).expect("symlink");
+        assert_eq!(read_regular_text(&link, 10).expect("read"), "[Service]\n");
+        // One byte over the limit is too large; exactly the limit is read.
+        assert!(matches!(
+            read_regular_text(&unit, 9),
+            Err(NotRead::TooLarge(9))
+        ));
+        // A FIFO with no writer would block a plain open; a device never ends.
+        let fifo = dir.path().join("fifo.conf");
+        crate::sys::fs::mkfifo(&fifo, 0o600).expect("mkfifo");
+        assert!(matches!(
+            read_regular_text(&fifo, 10),
+            Err(NotRead::NotRegular(FileKind::Fifo))
+        ));
+        let zero = dir.path().join("zero.conf");
+        std::os::unix::fs::symlink("/dev/zero", &zero).expect("symlink");
+        let refused = read_regular_text(&zero, 10).expect_err("a device");
+        assert!(matches!(refused, NotRead::NotRegular(FileKind::Device)));
+        assert_eq!(
+            refused.to_string(),
+            format!("it is {}, not a regular file", FileKind::Device.described())
+        );
+        assert!(matches!(
+            read_regular_text(&dir.path().join("gone"), 10),
+            Err(NotRead::Io(error)) if error.kind() == io::ErrorKind::NotFound
+        ));
+    }
 
     #[test]
     fn atomic_write_replaces_with_the_given_mode_and_leaves_no_temp() {

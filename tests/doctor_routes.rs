@@ -27,6 +27,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use wait_timeout::ChildExt;
 
 /// `useradd` and `userdel` lock the password files; tests of this file
 /// take turns.
@@ -589,6 +590,132 @@ fn the_system_template_with_an_instance_drop_in_is_read() {
             )),
         "{first}"
     );
+}
+
+/// The system manager reads a unit's `EnvironmentFile=` as root: one
+/// only root may read (0600, as secrets are kept) is no sign that systemd
+/// cannot start the unit. doctor, run as the unit's user, says it cannot
+/// read it as that user and goes on, never that systemd will not start the
+/// unit while the file is missing.
+#[test]
+fn a_root_only_environment_file_of_the_system_template_is_not_called_missing() {
+    const TEST: &str = "a_root_only_environment_file_of_the_system_template_is_not_called_missing";
+    if system_manager_answers() {
+        eprintln!(
+            "{TEST}: skipped: a systemd manager answers here, so doctor asks it, not the files"
+        );
+        return;
+    }
+    let Some(user) = TestUser::new(TEST) else {
+        return;
+    };
+    let rch = user.world.daemon_rch("rch", "exit 1");
+    user.hand_over();
+    let etc = Path::new("/etc/systemd/system");
+    fs::create_dir_all(etc).expect("mkdir /etc/systemd/system");
+    let mut placed = Placed(Vec::new());
+    let template = etc.join("rch-sweep@.service");
+    if !template.exists() {
+        fs::write(&template, include_str!("../systemd/rch-sweep@.service")).expect("template");
+        placed.0.push(template.clone());
+    }
+    let folder = etc.join(format!("rch-sweep@{}.service.d", user.name));
+    fs::create_dir(&folder).expect("mkdir drop-in folder");
+    placed.0.push(folder.clone());
+    let secret = folder.join("secret.env");
+    fs::write(&secret, "RCH_TOKEN=not-for-users\n").expect("environment file");
+    fs::set_permissions(&secret, fs::Permissions::from_mode(0o600)).expect("chmod 0600");
+    placed.0.push(secret.clone());
+    let drop_in = folder.join("override.conf");
+    fs::write(
+        &drop_in,
+        format!(
+            "[Service]\nEnvironmentFile={}\nExecStart=\nExecStart=/usr/bin/rch-sweep --lease-dir {} --rch {}\n",
+            secret.display(),
+            user.world.leases().display(),
+            rch.display()
+        ),
+    )
+    .expect("drop-in");
+    placed.0.push(drop_in.clone());
+
+    let output = user.doctor(&["doctor", "--as", "system-timer", "--json"]);
+    let document = one_document(&output);
+    let warnings = strings(&document["warnings"]);
+    let expected = format!(
+        "EnvironmentFile {} cannot be read as {} (systemd reads it as root); its variables are not checked",
+        secret.display(),
+        user.name
+    );
+    assert!(warnings.contains(&expected), "{document}");
+    assert!(
+        !warnings.iter().any(|w| w.contains("missing")),
+        "{document}"
+    );
+    // It went on: the drop-in's ExecStart= options were checked.
+    assert!(finding(&document, "rch").contains(utf8(&rch)), "{document}");
+}
+
+/// A FIFO where a unit's `EnvironmentFile=` names a file: doctor neither
+/// blocks opening it nor reads it, and names it in a warning. (A hang is
+/// bounded here so the test fails rather than waits forever.)
+#[test]
+fn a_fifo_as_an_environment_file_is_named_and_never_waited_on() {
+    const TEST: &str = "a_fifo_as_an_environment_file_is_named_and_never_waited_on";
+    let Some(user) = TestUser::new(TEST) else {
+        return;
+    };
+    user.world.daemon_rch("rch", "exit 1");
+    let units = user.home().join(".config/systemd/user");
+    fs::create_dir_all(&units).expect("mkdir");
+    let fifo = user.home().join("env.fifo");
+    mkfifo(&fifo);
+    let shipped = include_str!("../systemd/rch-sweep.service");
+    assert!(shipped.contains("\nExecStart=rch-sweep\n"));
+    let unit = shipped.replace(
+        "\nExecStart=rch-sweep\n",
+        &format!(
+            "\nEnvironmentFile={}\nExecStart=rch-sweep --lease-dir %h/job-leases --rch %h/rch\n",
+            fifo.display()
+        ),
+    );
+    fs::write(units.join("rch-sweep.service"), unit).expect("unit");
+    user.hand_over();
+
+    let report = user.world.path("report.json");
+    let mut child = Command::new(BIN)
+        .env_clear()
+        .env("HOME", user.home())
+        .env("LOGNAME", &user.name)
+        .env("PATH", "/usr/bin:/bin")
+        .args(["doctor", "--as", "user-timer", "--json"])
+        .current_dir(user.home())
+        .uid(user.uid)
+        .gid(user.gid)
+        .stdout(fs::File::create(&report).expect("report file"))
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("doctor");
+    // A bound on a hang, not a timing assertion: doctor reads no FIFO.
+    let status = child
+        .wait_timeout(std::time::Duration::from_secs(60))
+        .expect("wait");
+    if status.is_none() {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!(
+            "doctor --as user-timer still waits on the FIFO {} after 60 s",
+            fifo.display()
+        );
+    }
+    let text = fs::read_to_string(&report).expect("report");
+    let document: Value = serde_json::from_str(&text).expect("one JSON document");
+    let warnings = strings(&document["warnings"]);
+    let expected = format!(
+        "EnvironmentFile {} is not read (it is a FIFO, not a regular file); its variables are not checked",
+        fifo.display()
+    );
+    assert!(warnings.contains(&expected), "{document}");
 }
 
 /// Where a manager answers `systemctl show`, what it says is read, and the

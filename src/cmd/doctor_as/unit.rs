@@ -4,11 +4,18 @@
 
 use super::{Plan, Planned, Said, ask, is_output_flag, program, refused_option};
 use crate::cli::Route;
+use crate::fsio::{self, NotRead};
 use crate::unit_file::search::{self, Scope};
 use crate::unit_file::{self, Service, Specifiers, syntax};
 use crate::vars::{self, Vars};
 use crate::{account, route};
+use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
+
+/// The most doctor reads of one unit file, drop-in or `EnvironmentFile=`:
+/// far more than any real one holds, and a bound on what a file standing
+/// there (or `/dev/zero` linked there) can make it read.
+const MAX_UNIT_TEXT: u64 = 1024 * 1024;
 
 /// The unit of `route`, as systemd would start it.
 pub(super) fn plan(
@@ -54,14 +61,26 @@ pub(super) fn plan(
     }
     let mut files = Vec::new();
     for (path, optional) in &service.environment_files {
-        match std::fs::read_to_string(path) {
+        match fsio::read_regular_text(Path::new(path), MAX_UNIT_TEXT) {
             Ok(text) => {
                 plan.from.push(format!("EnvironmentFile {path}"));
                 files.push(syntax::environment_file(&text));
             }
-            Err(error) if *optional && error.kind() == std::io::ErrorKind::NotFound => {}
-            Err(error) => plan.warnings.push(format!(
+            Err(NotRead::Io(error)) if *optional && error.kind() == ErrorKind::NotFound => {}
+            // The system manager reads it as root: a file only root may
+            // read is no sign that systemd cannot.
+            Err(NotRead::Io(error))
+                if !user_manager && error.kind() == ErrorKind::PermissionDenied =>
+            {
+                plan.warnings.push(format!(
+                    "EnvironmentFile {path} cannot be read as {name} (systemd reads it as root); its variables are not checked"
+                ))
+            }
+            Err(NotRead::Io(error)) => plan.warnings.push(format!(
                 "EnvironmentFile {path} cannot be read ({error}): systemd does not start {unit} while it is missing (prefix it with - to make it optional)"
+            )),
+            Err(refused) => plan.warnings.push(format!(
+                "EnvironmentFile {path} is not read ({refused}); its variables are not checked"
             )),
         }
     }
@@ -264,7 +283,7 @@ fn from_disk(
             ));
             files.push(("the shipped unit".to_owned(), shipped.to_owned()));
         }
-        Some(path) => match std::fs::read_to_string(path) {
+        Some(path) => match fsio::read_regular_text(path, MAX_UNIT_TEXT) {
             Ok(text) => files.push((path.display().to_string(), text)),
             Err(error) => {
                 plan.warnings.push(format!(
@@ -290,7 +309,7 @@ fn from_disk(
         }
     }
     for path in &found.drop_ins {
-        match std::fs::read_to_string(path) {
+        match fsio::read_regular_text(path, MAX_UNIT_TEXT) {
             Ok(text) => files.push((path.display().to_string(), text)),
             Err(error) => plan.warnings.push(format!(
                 "drop-in {} cannot be read ({error}): left out",
