@@ -359,6 +359,7 @@ mod tests {
             namespace: Some(Namespace::Own),
             boot_id: Some(BOOT.into()),
             stat: StatSeen::Absent,
+            shortage: None,
         };
         match presence {
             Presence::Gone => {}

@@ -64,8 +64,23 @@ pub enum ReadFailure {
     GrewTooLarge(u64),
     /// An I/O error.
     Unreadable(String),
+    /// A host shortage ([`crate::shortage`]) cut the open or the read
+    /// short: a fact about this machine, none about the journal.
+    Short(String),
     /// Not the lease JSON shape.
     Malformed(String),
+}
+
+impl ReadFailure {
+    /// An I/O error: [`ReadFailure::Short`] for a host shortage, else
+    /// [`ReadFailure::Unreadable`].
+    pub fn unreadable(error: &std::io::Error) -> ReadFailure {
+        if crate::shortage::of(error) {
+            ReadFailure::Short(error.to_string())
+        } else {
+            ReadFailure::Unreadable(error.to_string())
+        }
+    }
 }
 
 /// Reads an opened journal (from its current offset, the start for one
@@ -131,7 +146,7 @@ fn read_head(
         return Err(ReadFailure::GrewTooLarge(counted.read));
     }
     if let Err(error) = read {
-        return Err(ReadFailure::Unreadable(error.to_string()));
+        return Err(ReadFailure::unreadable(&error));
     }
     let parsed = if buffer.len() < head {
         parse(buffer)
@@ -216,6 +231,22 @@ impl Read for Counted<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_host_shortage_is_short_not_unreadable() {
+        for errno in [libc::EMFILE, libc::ENFILE, libc::ENOMEM, libc::EAGAIN] {
+            let error = std::io::Error::from_raw_os_error(errno);
+            assert!(
+                matches!(ReadFailure::unreadable(&error), ReadFailure::Short(_)),
+                "{errno}"
+            );
+        }
+        let error = std::io::Error::from_raw_os_error(libc::EIO);
+        assert!(matches!(
+            ReadFailure::unreadable(&error),
+            ReadFailure::Unreadable(_)
+        ));
+    }
     use crate::lease::Kept;
     use crate::lease::samples::{with_birth, with_recovery};
     use std::path::Path;

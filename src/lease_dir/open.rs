@@ -81,7 +81,7 @@ impl LeaseDir {
         };
         let meta = file
             .metadata()
-            .map_err(|error| ReadFailure::Unreadable(error.to_string()))?;
+            .map_err(|error| ReadFailure::unreadable(&error))?;
         if !meta.file_type().is_file() {
             return Err(ReadFailure::NotRegular(FileKind::of(&meta)));
         }
@@ -132,7 +132,7 @@ impl LeaseDir {
                     }
                 }
             }
-            _ => ReadFailure::Unreadable(error.to_string()),
+            _ => ReadFailure::unreadable(&error),
         }
     }
 
