@@ -396,6 +396,32 @@ mod tests {
     }
 
     #[test]
+    fn a_host_shortage_observing_a_dead_owner_is_unverified_and_told() {
+        let judgement = judge(
+            ID,
+            lease(STALE, 11, owning_recipe()),
+            NOW,
+            STALE_AFTER,
+            |pid, recorded| Observation {
+                shortage: Some("cannot read /proc/self/stat: EMFILE".into()),
+                ..observed(pid, recorded, Presence::Gone)
+            },
+            Vec::new(),
+        );
+        assert_eq!(judgement.verdict, Err(SkipReason::OwnerUnverified));
+        assert_eq!(
+            judgement.shortage(),
+            Some("cannot read /proc/self/stat: EMFILE")
+        );
+        let judged = judged(lease(STALE, 11, owning_recipe()), Presence::Unverified);
+        assert_eq!(
+            judged.shortage(),
+            None,
+            "unverified for a fact, no shortage"
+        );
+    }
+
+    #[test]
     fn a_dead_stale_owner_of_unretired_source_is_a_candidate() {
         let candidate =
             verdict(lease(STALE, 11, owning_recipe()), Presence::Gone).expect("candidate");
