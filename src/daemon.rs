@@ -388,7 +388,7 @@ pub fn ask_rch(
     };
     let report =
         child::run_capturing(&spec, Capture::Stdout, STATUS_DEADLINE, stop).map_err(|error| {
-            match child::shortage(&error.source) {
+            match crate::shortage::what(&error.source) {
                 Some(what) => Unnamed::HostFault(format!(
                     "the host could not start a recovery ({what}): cannot ask rch for its daemon's socket (`{} --json --format json daemon status`): {error}",
                     rch.display()

@@ -25,6 +25,20 @@ impl Judgement {
     pub fn deciding(&self) -> Option<&Check> {
         self.checks.last().filter(|check| !check.passed)
     }
+
+    /// The host shortage that cut this judgement short, if one did: the
+    /// journal, `/proc/<pid>/stat` or the boot id could not be opened or
+    /// read for want of descriptors or memory. Such a skip is no verdict
+    /// on the lease (its reason stays SPEC's, for the counts).
+    pub fn shortage(&self) -> Option<&str> {
+        match &self.deciding()?.evidence {
+            Evidence::Shortage(error) => Some(error),
+            Evidence::Judgeable(observation) | Evidence::Process(observation) => {
+                observation.shortage.as_deref()
+            }
+            _ => None,
+        }
+    }
 }
 
 /// One row of SPEC's table as judged for one journal. `check` names the
@@ -89,6 +103,9 @@ pub enum Evidence {
     GrewTooLarge { seen: u64, limit: u64 },
     /// `unreadable`: an I/O error.
     ReadError(String),
+    /// `unreadable`: a host shortage ([`crate::shortage`]) cut the open or
+    /// the read short; the journal was not judged.
+    Shortage(String),
     /// `unreadable`: gone between listing and opening.
     Vanished,
     /// `malformed`, passed.
@@ -132,4 +149,67 @@ pub enum Evidence {
     Process(Box<Observation>),
     /// `owner_unverified`: whether presence could be judged, and on what.
     Judgeable(Box<Observation>),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::observation::{Namespace, Recorded, StatSeen};
+
+    fn skipped(check: SkipReason, evidence: Evidence) -> Judgement {
+        Judgement {
+            verdict: Err(check),
+            checks: vec![
+                Check::pass(SkipReason::NotRegular, Evidence::Listed(FileKind::Regular)),
+                Check::fail(check, evidence),
+            ],
+        }
+    }
+
+    fn observation(shortage: Option<&str>) -> Box<Observation> {
+        Box::new(Observation {
+            pid: 42,
+            recorded: Recorded::None,
+            namespace: Some(Namespace::Own),
+            boot_id: None,
+            stat: StatSeen::NotRead,
+            shortage: shortage.map(str::to_owned),
+        })
+    }
+
+    #[test]
+    fn a_shortage_that_decided_a_skip_is_told() {
+        let read = skipped(SkipReason::Unreadable, Evidence::Shortage("EMFILE".into()));
+        assert_eq!(read.shortage(), Some("EMFILE"));
+        let owner = skipped(
+            SkipReason::OwnerUnverified,
+            Evidence::Judgeable(observation(Some("/proc/self/stat: EMFILE"))),
+        );
+        assert_eq!(owner.shortage(), Some("/proc/self/stat: EMFILE"));
+        let stat = skipped(
+            SkipReason::OwnerAlive,
+            Evidence::Process(observation(Some("/proc/42/stat: ENOMEM"))),
+        );
+        assert_eq!(stat.shortage(), Some("/proc/42/stat: ENOMEM"));
+    }
+
+    #[test]
+    fn any_other_skip_or_a_candidate_is_no_shortage() {
+        let read = skipped(SkipReason::Unreadable, Evidence::ReadError("EIO".into()));
+        assert_eq!(read.shortage(), None);
+        let owner = skipped(
+            SkipReason::OwnerUnverified,
+            Evidence::Judgeable(observation(None)),
+        );
+        assert_eq!(owner.shortage(), None);
+        // A passed check with a shortage in its facts decided nothing.
+        let candidate = Judgement {
+            verdict: Err(SkipReason::NoPid),
+            checks: vec![Check::pass(
+                SkipReason::OwnerUnverified,
+                Evidence::Judgeable(observation(Some("x"))),
+            )],
+        };
+        assert_eq!(candidate.shortage(), None);
+    }
 }

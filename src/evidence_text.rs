@@ -44,6 +44,9 @@ impl fmt::Display for Evidence {
                 thousands(*seen)
             ),
             Evidence::ReadError(error) => write!(f, "read error: {error}"),
+            Evidence::Shortage(error) => {
+                write!(f, "not judged: a host shortage ({error})")
+            }
             Evidence::Vanished => f.write_str("vanished between listing and reading"),
             Evidence::Loadable => f.write_str(
                 "rch's lease shape, schema_version 1, identity.local_wrapper_id = the file name",
@@ -232,6 +235,9 @@ impl Observation {
     /// evidence of the `owner_alive` check.
     pub fn process_text(&self) -> String {
         let pid = self.pid;
+        if let Some(error) = &self.shortage {
+            return format!("not judged: a host shortage ({error})");
+        }
         let file = format!("/proc/{pid}/stat");
         let (state, ticks) = match &self.stat {
             StatSeen::NotRead => {
@@ -288,6 +294,9 @@ impl Observation {
     /// of the `owner_unverified` check.
     pub fn judgeable_text(&self) -> String {
         let pid = self.pid;
+        if let Some(error) = &self.shortage {
+            return format!("not judged: a host shortage ({error})");
+        }
         match self.namespace {
             None => return format!("pid {pid} is above 2147483647: no Linux process has it"),
             Some(Namespace::Foreign { seen: None, .. }) => {

@@ -359,6 +359,7 @@ mod tests {
             namespace: Some(Namespace::Own),
             boot_id: Some(BOOT.into()),
             stat: StatSeen::Absent,
+            shortage: None,
         };
         match presence {
             Presence::Gone => {}
@@ -392,6 +393,32 @@ mod tests {
 
     fn verdict(lease: DurableJobLease, presence: Presence) -> Result<Candidate, SkipReason> {
         judged(lease, presence).verdict
+    }
+
+    #[test]
+    fn a_host_shortage_observing_a_dead_owner_is_unverified_and_told() {
+        let judgement = judge(
+            ID,
+            lease(STALE, 11, owning_recipe()),
+            NOW,
+            STALE_AFTER,
+            |pid, recorded| Observation {
+                shortage: Some("cannot read /proc/self/stat: EMFILE".into()),
+                ..observed(pid, recorded, Presence::Gone)
+            },
+            Vec::new(),
+        );
+        assert_eq!(judgement.verdict, Err(SkipReason::OwnerUnverified));
+        assert_eq!(
+            judgement.shortage(),
+            Some("cannot read /proc/self/stat: EMFILE")
+        );
+        let judged = judged(lease(STALE, 11, owning_recipe()), Presence::Unverified);
+        assert_eq!(
+            judged.shortage(),
+            None,
+            "unverified for a fact, no shortage"
+        );
     }
 
     #[test]

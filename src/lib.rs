@@ -51,6 +51,7 @@ pub mod report;
 pub mod route;
 pub mod scan;
 pub mod shell_words;
+pub mod shortage;
 pub mod signals;
 pub mod stat;
 pub mod state;

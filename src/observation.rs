@@ -82,6 +82,9 @@ pub struct Observation {
     /// This machine's boot id, canonical; None when unreadable or not read.
     pub boot_id: Option<String>,
     pub stat: StatSeen,
+    /// A host shortage ([`crate::shortage`]) that stopped a fact from being
+    /// read (presence is then unverified): no fact about the owner.
+    pub shortage: Option<String>,
 }
 
 /// What `presence` makes of a stat line's state and start.
@@ -106,7 +109,7 @@ impl Observation {
     /// `owner_presence`): a missing PID proves the owner gone whatever was
     /// recorded, but only once our own `/proc` and the boot id were read.
     pub fn presence(&self) -> Presence {
-        if self.namespace != Some(Namespace::Own) {
+        if self.shortage.is_some() || self.namespace != Some(Namespace::Own) {
             return Presence::Unverified;
         }
         let Some(current_boot) = self.boot_id.as_deref() else {
@@ -136,5 +139,25 @@ impl Observation {
             // Another boot, or the PID was reused by a later process.
             Recorded::Linux { .. } => Presence::Gone,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_shortage_leaves_presence_unverified_whatever_else_was_read() {
+        let mut observation = Observation {
+            pid: 42,
+            recorded: Recorded::None,
+            namespace: Some(Namespace::Own),
+            boot_id: Some("3f1c2a9e-5b7d-4e2a-9c1f-0a1b2c3d4e5f".into()),
+            stat: StatSeen::Absent,
+            shortage: None,
+        };
+        assert_eq!(observation.presence(), Presence::Gone);
+        observation.shortage = Some("cannot read /proc/42/stat: EMFILE".into());
+        assert_eq!(observation.presence(), Presence::Unverified);
     }
 }

@@ -15,6 +15,7 @@
 
 use crate::lease::{DurableJobLease, ProcessStart, is_canonical_uuid};
 pub use crate::observation::{Invalid, Namespace, Observation, Presence, Recorded, StatSeen};
+use crate::shortage;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -89,20 +90,34 @@ impl ProcFs {
             namespace: None,
             boot_id: None,
             stat: StatSeen::NotRead,
+            shortage: None,
         };
         if pid > i32::MAX as u32 {
             return observation;
         }
-        let namespace = self.namespace();
+        let namespace = match self.namespace() {
+            Ok(namespace) => namespace,
+            Err(short) => {
+                observation.shortage = Some(short);
+                return observation;
+            }
+        };
         observation.namespace = Some(namespace);
         if namespace != Namespace::Own {
             return observation;
         }
-        observation.boot_id = self.boot_id().map(str::to_owned);
+        match self.boot_id() {
+            Ok(boot_id) => observation.boot_id = boot_id.map(str::to_owned),
+            Err(short) => {
+                observation.shortage = Some(short);
+                return observation;
+            }
+        }
         if observation.boot_id.is_none() {
             return observation;
         }
-        observation.stat = match std::fs::read(self.root.join(pid.to_string()).join("stat")) {
+        let file = self.root.join(pid.to_string()).join("stat");
+        observation.stat = match std::fs::read(&file) {
             Ok(stat) => match parse_stat(&stat) {
                 Some(Stat {
                     pid,
@@ -116,41 +131,62 @@ impl ProcFs {
                 None => StatSeen::Garbled,
             },
             Err(error) if error.kind() == io::ErrorKind::NotFound => StatSeen::Absent,
+            Err(error) if shortage::of(&error) => {
+                observation.shortage = Some(short_text(&file, &error));
+                StatSeen::Unreadable(error.to_string())
+            }
             Err(error) => StatSeen::Unreadable(error.to_string()),
         };
         observation
     }
 
     /// `/proc/self/stat` must show our own PID; otherwise `/proc` belongs to
-    /// another PID namespace and a missing PID there proves nothing.
-    fn namespace(&self) -> Namespace {
-        *self.namespace.get_or_init(|| {
-            let seen = std::fs::read(self.root.join("self/stat"))
-                .ok()
-                .and_then(|stat| parse_stat(&stat))
-                .map(|stat| stat.pid);
-            if seen == Some(self.own_pid) {
-                Namespace::Own
-            } else {
-                Namespace::Foreign {
-                    seen,
-                    own: self.own_pid,
-                }
+    /// another PID namespace and a missing PID there proves nothing. A host
+    /// shortage while reading it is no answer (Err, not kept): the next
+    /// judgement asks again.
+    fn namespace(&self) -> Result<Namespace, String> {
+        if let Some(namespace) = self.namespace.get() {
+            return Ok(*namespace);
+        }
+        let file = self.root.join("self/stat");
+        let seen = match std::fs::read(&file) {
+            Ok(stat) => parse_stat(&stat).map(|stat| stat.pid),
+            Err(error) if shortage::of(&error) => return Err(short_text(&file, &error)),
+            Err(_) => None,
+        };
+        let namespace = if seen == Some(self.own_pid) {
+            Namespace::Own
+        } else {
+            Namespace::Foreign {
+                seen,
+                own: self.own_pid,
             }
-        })
+        };
+        Ok(*self.namespace.get_or_init(|| namespace))
     }
 
-    fn boot_id(&self) -> Option<&str> {
-        self.boot_id
-            .get_or_init(|| {
-                let text =
-                    std::fs::read_to_string(self.root.join("sys/kernel/random/boot_id")).ok()?;
-                // rch parses it as a UUID; compare in canonical form.
-                let uuid = uuid::Uuid::try_parse(text.trim()).ok()?;
-                Some(uuid.hyphenated().to_string())
-            })
-            .as_deref()
+    /// This machine's boot id, canonical (None: unreadable or not a UUID);
+    /// a host shortage while reading it is no answer (Err, not kept).
+    fn boot_id(&self) -> Result<Option<&str>, String> {
+        if let Some(boot_id) = self.boot_id.get() {
+            return Ok(boot_id.as_deref());
+        }
+        let file = self.root.join("sys/kernel/random/boot_id");
+        let boot_id = match std::fs::read_to_string(&file) {
+            // rch parses it as a UUID; compare in canonical form.
+            Ok(text) => uuid::Uuid::try_parse(text.trim())
+                .ok()
+                .map(|uuid| uuid.hyphenated().to_string()),
+            Err(error) if shortage::of(&error) => return Err(short_text(&file, &error)),
+            Err(_) => None,
+        };
+        Ok(self.boot_id.get_or_init(|| boot_id).as_deref())
     }
+}
+
+/// The shortage met reading `file`, for the run's error.
+fn short_text(file: &Path, error: &io::Error) -> String {
+    format!("cannot read {}: {error}", file.display())
 }
 
 struct Stat {

@@ -2,12 +2,13 @@
 //! run `rch jobs recover`, and count success only when the journal read back
 //! shows the delivery and the daemon's receipt.
 
-use crate::child::{self, ChildSpec, Ending, shortage};
+use crate::child::{self, ChildSpec, Ending};
 use crate::daemon;
 use crate::exit::ExitCode;
 use crate::judge;
 use crate::lease::{DurableJobLease, ReadFailure};
 use crate::lease_dir::{LeaseDir, recovery_lock};
+use crate::shortage;
 use crate::state::backoff::now_unix_ms;
 use crate::verdict::Candidate;
 use std::ffi::OsString;
@@ -318,7 +319,7 @@ fn unreadable(what: Reread, path: &Path, error: &io::Error) -> AttemptOutcome {
         Reread::LeaseDir => ("open lease directory", true),
         Reread::Journal => ("read journal", false),
     };
-    match shortage(error) {
+    match shortage::what(error) {
         Some(why) => AttemptOutcome::NotCharged(
             Fault::Host,
             format!(
@@ -337,7 +338,7 @@ fn unreadable(what: Reread, path: &Path, error: &io::Error) -> AttemptOutcome {
 /// what a start needs (75: the next run may well succeed), else the `rch`
 /// install's (78: every other start would fail the same way).
 fn not_started(error: &child::SpawnError) -> AttemptOutcome {
-    match shortage(&error.source) {
+    match shortage::what(&error.source) {
         Some(what) => AttemptOutcome::NotCharged(
             Fault::Host,
             format!("the host could not start a recovery ({what}): {error}"),
@@ -348,7 +349,7 @@ fn not_started(error: &child::SpawnError) -> AttemptOutcome {
 
 /// A recovery whose thread could not be started: the host's fault, always.
 pub fn no_thread(error: &io::Error) -> AttemptOutcome {
-    let what = shortage(error).unwrap_or("no thread could be created");
+    let what = shortage::what(error).unwrap_or("no thread could be created");
     AttemptOutcome::NotCharged(
         Fault::Host,
         format!(
@@ -402,12 +403,12 @@ mod tests {
     #[test]
     fn running_out_of_threads_processes_or_descriptors_is_the_hosts_fault() {
         for errno in [libc::EAGAIN, libc::ENOMEM, libc::EMFILE, libc::ENFILE] {
-            assert!(shortage(&io::Error::from_raw_os_error(errno)).is_some());
+            assert!(shortage::what(&io::Error::from_raw_os_error(errno)).is_some());
         }
         for errno in [libc::ENOENT, libc::EACCES, libc::ENOEXEC, libc::E2BIG] {
-            assert_eq!(shortage(&io::Error::from_raw_os_error(errno)), None);
+            assert_eq!(shortage::what(&io::Error::from_raw_os_error(errno)), None);
         }
-        assert_eq!(shortage(&io::Error::other("no errno")), None);
+        assert_eq!(shortage::what(&io::Error::other("no errno")), None);
     }
 
     #[test]

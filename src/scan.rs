@@ -10,6 +10,7 @@ use crate::lease::{self, MAX_JOURNAL_BYTES, ReadFailure};
 use crate::lease_dir::{LeaseDir, ListedType, Listing};
 use crate::owner::ProcFs;
 use crate::plan;
+use crate::shortage;
 use crate::stat::FileKind;
 use crate::verdict::{Candidate, SkipReason, Skipped};
 use std::io;
@@ -38,6 +39,26 @@ pub struct Scan {
     /// machine's clock is behind the writer's, and every such lease looks
     /// fresh for as long.
     pub heartbeats_ahead: usize,
+    /// Journals a host shortage kept from being judged
+    /// ([`Judgement::shortage`]): each is counted under its SPEC reason in
+    /// `skipped` too, but is no verdict on its lease.
+    pub cut_short: usize,
+    /// The first such shortage, naming the file that could not be read.
+    pub shortage: Option<String>,
+}
+
+impl Scan {
+    /// The run's error when a host shortage cut any journal's judgement
+    /// short: the scan judged less than it lists, so no lease's backoff
+    /// may be pruned, charged or recovered on it (SPEC, issue 34: 75).
+    pub fn shortage_error(&self) -> Option<String> {
+        let first = self.shortage.as_deref()?;
+        let count = self.cut_short;
+        let journals = if count == 1 { "journal" } else { "journals" };
+        Some(format!(
+            "a host shortage kept {count} {journals} from being judged ({first}); nothing was recovered and every lease keeps its backoff: raise the open-file limit or free memory, then run again"
+        ))
+    }
 }
 
 /// How far in the future a heartbeat may lie before it tells of a clock
@@ -152,6 +173,8 @@ fn scan_in_batches(
     Ok(Scan {
         scanned,
         heartbeats_ahead: counts.heartbeats_ahead,
+        cut_short: counts.cut_short,
+        shortage: counts.shortage,
         skipped: counts.skipped,
         candidates,
         skipped_list: skipped_list.into_iter().map(|(_, row)| row).collect(),
@@ -283,9 +306,15 @@ fn judge_from(shared: &Shared, batch: &Batch) -> Tally {
     let mut counts = Tally::default();
     let mut kept = Records::default();
     while let Some((position, name, listed)) = batch.next() {
-        let (verdict, ahead) =
+        let (verdict, ahead, short) =
             judge_entry(shared.lease_dir, listed, name, shared.options, shared.proc);
         counts.heartbeats_ahead += usize::from(ahead);
+        if let Some(short) = short {
+            counts.cut_short += 1;
+            counts
+                .shortage
+                .get_or_insert_with(|| format!("{}: {short}", String::from_utf8_lossy(name)));
+        }
         match verdict {
             Ok(candidate) => kept.candidates.push(candidate),
             Err((reason, detail)) => {
@@ -339,6 +368,8 @@ struct Records {
 struct Tally {
     skipped: [usize; SkipReason::ALL.len()],
     heartbeats_ahead: usize,
+    cut_short: usize,
+    shortage: Option<String>,
 }
 
 impl Tally {
@@ -347,6 +378,10 @@ impl Tally {
             *total += count;
         }
         self.heartbeats_ahead += other.heartbeats_ahead;
+        self.cut_short += other.cut_short;
+        if self.shortage.is_none() {
+            self.shortage = other.shortage;
+        }
     }
 }
 
@@ -401,9 +436,14 @@ impl Batch {
     }
 }
 
-/// The verdict of one listed entry, and whether its heartbeat lies ahead
-/// of this machine's clock by more than [`CLOCK_AHEAD_MS`].
-type EntryVerdict = (Result<Candidate, (SkipReason, Option<String>)>, bool);
+/// The verdict of one listed entry, whether its heartbeat lies ahead of
+/// this machine's clock by more than [`CLOCK_AHEAD_MS`], and the host
+/// shortage that cut its judgement short, if one did.
+type EntryVerdict = (
+    Result<Candidate, (SkipReason, Option<String>)>,
+    bool,
+    Option<String>,
+);
 
 fn judge_entry(
     lease_dir: &LeaseDir,
@@ -439,7 +479,12 @@ fn judge_entry(
                 if heartbeat_unix_ms > now_unix_ms.saturating_add(CLOCK_AHEAD_MS)
         )
     });
-    (judgement.verdict.map_err(|reason| (reason, detail)), ahead)
+    let short = judgement.shortage().map(str::to_owned);
+    (
+        judgement.verdict.map_err(|reason| (reason, detail)),
+        ahead,
+        short,
+    )
 }
 
 /// Judges the journal `name` of the lease directory: the file checks of
@@ -569,6 +614,9 @@ fn read_evidence(failure: ReadFailure) -> Evidence {
             seen,
             limit: MAX_JOURNAL_BYTES,
         },
+        ReadFailure::Unreadable(error) if shortage::of(&error) => {
+            Evidence::Shortage(error.to_string())
+        }
         ReadFailure::Unreadable(error) => Evidence::ReadError(error.to_string()),
         ReadFailure::Malformed(why) => Evidence::ReadError(why),
         ReadFailure::NotRegular(_) | ReadFailure::ForeignOwner { .. } => {
@@ -579,6 +627,39 @@ fn read_evidence(failure: ReadFailure) -> Evidence {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_scan_cut_short_by_a_shortage_is_an_error_naming_it() {
+        let mut scan = Scan::default();
+        assert_eq!(scan.shortage_error(), None, "nothing cut short");
+        scan.cut_short = 1;
+        scan.shortage = Some("rchw-a.json: Too many open files (os error 24)".into());
+        let one = scan.shortage_error().expect("error");
+        assert!(one.contains("kept 1 journal from being judged"), "{one}");
+        assert!(one.contains("rchw-a.json: Too many open files"), "{one}");
+        scan.cut_short = 3;
+        let three = scan.shortage_error().expect("error");
+        assert!(three.contains("kept 3 journals"), "{three}");
+        assert!(three.contains("every lease keeps its backoff"), "{three}");
+    }
+
+    #[test]
+    fn the_tallies_of_threads_add_their_shortages_and_keep_the_first() {
+        let mut total = Tally::default();
+        total.add(Tally::default());
+        assert_eq!((total.cut_short, total.shortage.as_deref()), (0, None));
+        let short = |n: usize, text: &str| Tally {
+            cut_short: n,
+            shortage: Some(text.into()),
+            ..Tally::default()
+        };
+        total.add(short(2, "first"));
+        total.add(short(1, "second"));
+        assert_eq!(
+            (total.cut_short, total.shortage.as_deref()),
+            (3, Some("first"))
+        );
+    }
     use std::os::unix::ffi::OsStrExt;
 
     const NOW: u64 = 1_800_000_000_000;

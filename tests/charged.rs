@@ -1014,7 +1014,13 @@ fn a_reread_the_host_has_no_descriptor_for_is_75_and_charges_no_lease() {
     assert!(!rows.is_empty(), "{document}");
     for (id, outcome, error) in &rows {
         assert_eq!(outcome, "deferred", "{document}");
-        let error = error.as_deref().expect("a deferred row's error");
+        // A scan thread that lost its own open instead cuts the scan short:
+        // then nothing is due, and the run's error names the shortage.
+        let Some(error) = error.as_deref() else {
+            let run_error = document["error"].as_str().unwrap_or_default();
+            assert!(run_error.contains("Too many open files"), "{document}");
+            continue;
+        };
         assert!(
             error.starts_with(
                 "the host could not start a recovery (this process has too many open files (RLIMIT_NOFILE))"
@@ -1024,17 +1030,16 @@ fn a_reread_the_host_has_no_descriptor_for_is_75_and_charges_no_lease() {
         );
     }
     assert!(!started.exists(), "no child ran");
-    // Nothing charged: the one entry is as it was written (or dropped with
-    // its journal, when the scan lost that one), and no other appeared.
+    // Nothing charged, nothing dropped: the one entry is as it was written
+    // (a scan cut short prunes nothing), and no other appeared.
     let saved = world.state();
-    for (id, kept) in saved["leases"].as_object().expect("leases") {
-        assert!(id == &first.id && kept == &entry, "{saved}");
-    }
+    assert_eq!(saved["leases"], json!({ &first.id: entry }), "{saved}");
     assert_eq!(saved["last_success_unix_ms"], EARLIER_SUCCESS_MS);
+    let said = stderr(&output);
     assert!(
-        stderr(&output).contains("no lease was charged a failure"),
-        "{}",
-        stderr(&output)
+        said.contains("no lease was charged a failure")
+            || said.contains("every lease keeps its backoff"),
+        "{said}"
     );
 }
 

@@ -134,20 +134,6 @@ impl ChildReport {
     }
 }
 
-/// What ran out, when `error` says the host could not create a thread, a
-/// process, a pipe or a descriptor now.
-pub fn shortage(error: &io::Error) -> Option<&'static str> {
-    match error.raw_os_error()? {
-        libc::EAGAIN => Some(
-            "no thread or process could be created: this user's process limit (RLIMIT_NPROC, a unit's TasksMax) or the system's is reached",
-        ),
-        libc::ENOMEM => Some("out of memory"),
-        libc::EMFILE => Some("this process has too many open files (RLIMIT_NOFILE)"),
-        libc::ENFILE => Some("the system has too many open files (fs.file-max)"),
-        _ => None,
-    }
-}
-
 /// The child could not be started at all, as opposed to a child that ran and
 /// failed: the caller reports it as a configuration problem, not a recovery
 /// failure.

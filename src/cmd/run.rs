@@ -319,12 +319,24 @@ fn sweep_in(run: &Run, dir: &LeaseDir, store: &Store) -> Result<ExitCode> {
     signals::install().context("cannot install signal handlers")?;
     let (mut scan, scan_duration) = scan_leases(run, dir)?;
     let policy = policy(run);
-    backoff.prune(&scan.candidates, policy.now_unix_ms, policy.max_ms);
-    let due = plan::due(&scan.candidates, &backoff, policy.now_unix_ms);
+    // A scan that a host shortage cut short judged less than it lists: no
+    // entry is pruned as "no longer a candidate" and nothing is due, so
+    // every lease's backoff stays as it was, and the run ends 75.
+    let shortage = scan.shortage_error();
+    let due = if shortage.is_none() {
+        backoff.prune(&scan.candidates, policy.now_unix_ms, policy.max_ms);
+        plan::due(&scan.candidates, &backoff, policy.now_unix_ms)
+    } else {
+        Vec::new()
+    };
     let (attempts, daemon) = recoveries(run, rch, dir, &scan.candidates, due);
     let candidates = std::mem::take(&mut scan.candidates);
     let mut summary = summary(run, scan, scan_duration, Vec::new());
     summary.daemon = daemon;
+    if let Some(error) = shortage {
+        log::error(&error);
+        summary.fail(ExitCode::TempFail, error);
+    }
     record::attempts(candidates, attempts, &policy, &mut backoff, &mut summary);
     let metrics_file = run.args.metrics_file.as_deref();
     persist::save(store, metrics_file, &mut backoff, &mut summary, run.started);

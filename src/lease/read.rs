@@ -217,6 +217,7 @@ impl Read for Counted<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
     use crate::lease::Kept;
     use crate::lease::samples::{with_birth, with_recovery};
     use std::path::Path;
