@@ -71,15 +71,7 @@ fn rows(document: &Value) -> Vec<(String, String, Option<String>)> {
 
 /// Three stale leases on `w1`, oldest first, added to the world.
 fn three_due_on_w1(world: &World) -> [Journal; 3] {
-    let journals = [
-        Journal::stale("w1", 3 * HOUR_MS),
-        Journal::stale("w1", 2 * HOUR_MS),
-        Journal::stale("w1", HOUR_MS),
-    ];
-    for journal in &journals {
-        world.add(journal);
-    }
-    journals
+    world.add_three_stale(["w1", "w1", "w1"])
 }
 
 #[test]
@@ -280,14 +272,7 @@ fn a_host_out_of_threads_or_processes_is_75_and_charges_no_lease() {
     // child process (and no second thread), on three workers at once.
     for nproc in [1, 2] {
         let world = World::new();
-        let journals = [
-            Journal::stale("w1", 3 * HOUR_MS),
-            Journal::stale("w2", 2 * HOUR_MS),
-            Journal::stale("w3", HOUR_MS),
-        ];
-        for journal in &journals {
-            world.add(journal);
-        }
+        let journals = world.add_three_stale(["w1", "w2", "w3"]);
         let entry = state_with_entry(&world, &journals[0].id);
         let started = world.path("started.log");
         let rch = world.fake_rch(

@@ -517,6 +517,25 @@ impl Drop for Placed {
     }
 }
 
+/// The shipped system template under `/etc/systemd/system` (unless one is
+/// there) and the drop-in folder of `user`'s instance, as `systemctl edit
+/// rch-sweep@USER.service` makes it: what was placed, removed when dropped,
+/// and the folder.
+fn instance_drop_in_folder(user: &TestUser) -> (Placed, PathBuf) {
+    let etc = Path::new("/etc/systemd/system");
+    fs::create_dir_all(etc).expect("mkdir /etc/systemd/system");
+    let mut placed = Placed(Vec::new());
+    let template = etc.join("rch-sweep@.service");
+    if !template.exists() {
+        fs::write(&template, include_str!("../systemd/rch-sweep@.service")).expect("template");
+        placed.0.push(template.clone());
+    }
+    let folder = etc.join(format!("rch-sweep@{}.service.d", user.name));
+    fs::create_dir(&folder).expect("mkdir drop-in folder");
+    placed.0.push(folder.clone());
+    (placed, folder)
+}
+
 /// The system template with an instance drop-in under
 /// `/etc/systemd/system`, as `systemctl edit rch-sweep@USER.service`
 /// leaves it: its `XDG_RUNTIME_DIR` reaches the daemon, its `ExecStart=`
@@ -539,17 +558,7 @@ fn the_system_template_with_an_instance_drop_in_is_read() {
     let rch = user.world.daemon_rch("rch", "exit 1");
     let (runtime, _daemon) = user.runtime_dir_with_daemon();
     user.hand_over();
-    let etc = Path::new("/etc/systemd/system");
-    fs::create_dir_all(etc).expect("mkdir /etc/systemd/system");
-    let mut placed = Placed(Vec::new());
-    let template = etc.join("rch-sweep@.service");
-    if !template.exists() {
-        fs::write(&template, include_str!("../systemd/rch-sweep@.service")).expect("template");
-        placed.0.push(template.clone());
-    }
-    let folder = etc.join(format!("rch-sweep@{}.service.d", user.name));
-    fs::create_dir(&folder).expect("mkdir drop-in folder");
-    placed.0.push(folder.clone());
+    let (mut placed, folder) = instance_drop_in_folder(&user);
     let drop_in = folder.join("override.conf");
     let leases = format!("%h/rch-sweep-test-{}/job-leases", user.name);
     fs::write(
@@ -611,17 +620,7 @@ fn a_root_only_environment_file_of_the_system_template_is_not_called_missing() {
     };
     let rch = user.world.daemon_rch("rch", "exit 1");
     user.hand_over();
-    let etc = Path::new("/etc/systemd/system");
-    fs::create_dir_all(etc).expect("mkdir /etc/systemd/system");
-    let mut placed = Placed(Vec::new());
-    let template = etc.join("rch-sweep@.service");
-    if !template.exists() {
-        fs::write(&template, include_str!("../systemd/rch-sweep@.service")).expect("template");
-        placed.0.push(template.clone());
-    }
-    let folder = etc.join(format!("rch-sweep@{}.service.d", user.name));
-    fs::create_dir(&folder).expect("mkdir drop-in folder");
-    placed.0.push(folder.clone());
+    let (mut placed, folder) = instance_drop_in_folder(&user);
     let secret = folder.join("secret.env");
     fs::write(&secret, "RCH_TOKEN=not-for-users\n").expect("environment file");
     fs::set_permissions(&secret, fs::Permissions::from_mode(0o600)).expect("chmod 0600");

@@ -152,14 +152,7 @@ fn a_scan_out_of_descriptors_keeps_every_backoff_entry_and_exits_75() {
         return;
     }
     let world = World::new();
-    let journals = [
-        Journal::stale("w1", 3 * HOUR_MS),
-        Journal::stale("w2", 2 * HOUR_MS),
-        Journal::stale("w3", HOUR_MS),
-    ];
-    for journal in &journals {
-        world.add(journal);
-    }
+    let journals = world.add_three_stale(["w1", "w2", "w3"]);
     let rch = world.fake_rch("rch", "exit 1");
     // A plain run charges each lease its first failure.
     let first = sweep(&world, &rch, false, None);

@@ -488,6 +488,20 @@ impl World {
         path
     }
 
+    /// Three due leases, oldest first (dead for 3, 2 and 1 hours), on
+    /// `workers`, added to the lease dir.
+    pub fn add_three_stale(&self, workers: [&str; 3]) -> [Journal; 3] {
+        let journals = [
+            Journal::stale(workers[0], 3 * HOUR_MS),
+            Journal::stale(workers[1], 2 * HOUR_MS),
+            Journal::stale(workers[2], HOUR_MS),
+        ];
+        for journal in &journals {
+            self.add(journal);
+        }
+        journals
+    }
+
     pub fn write(&self, name: &str, bytes: impl AsRef<[u8]>) -> PathBuf {
         let path = self.leases().join(name);
         std::fs::write(&path, bytes).expect("write");
