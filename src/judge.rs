@@ -256,6 +256,19 @@ pub const IDENTITY_CHANGED: &str = "recovery journal identity changed; completio
 pub const NOT_ACKNOWLEDGED: &str =
     "recovery command exited without durable daemon/delivery acknowledgement";
 
+/// What a finished recovery leaves in the journal, which depends on the
+/// release of rch that ran it (rch-lease-format.md §10).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Completion {
+    /// rch 2.1.17 and later (and an rch whose version cannot be read): the
+    /// delivery and the daemon's mark, `recovery.daemon_exit_code` or, from
+    /// 2.1.34, `recovery.daemon_record_absent: true`.
+    DaemonMarked,
+    /// rch 2.1.0 to 2.1.16 finish a recovery with no daemon handoff and
+    /// never write a daemon mark: the delivery is all there is to see.
+    DeliveryOnly,
+}
+
 /// A zero exit can mean only that a live wrapper was asked to resume, so a
 /// recovery counts as done only when the journal read back is the same lease
 /// and shows both the delivery and the daemon's terminal receipt, or, for a
@@ -266,6 +279,7 @@ pub const NOT_ACKNOWLEDGED: &str =
 pub fn verify_completion(
     before: &DurableJobLease,
     after: &DurableJobLease,
+    completion: Completion,
 ) -> Result<(), &'static str> {
     if before.identity != after.identity
         || before.worker_id != after.worker_id
@@ -291,7 +305,7 @@ pub fn verify_completion(
         || after.state != LeaseState::Finished
         || delivered.is_none()
         || delivered != after.exit_code
-        || (daemon_exit.is_none() && !record_absent)
+        || (completion == Completion::DaemonMarked && daemon_exit.is_none() && !record_absent)
     {
         return Err(NOT_ACKNOWLEDGED);
     }
@@ -754,6 +768,10 @@ mod tests {
 
     /// `before` as a recovery leaves it: delivered with `exit`, the
     /// daemon's receipt `daemon_exit` in the recipe, terminal.
+    fn marked(before: &DurableJobLease, after: &DurableJobLease) -> Result<(), &'static str> {
+        verify_completion(before, after, Completion::DaemonMarked)
+    }
+
     fn completed(before: &DurableJobLease, exit: i32, daemon_exit: Value) -> DurableJobLease {
         let mut recipe = handoff_recipe(exit);
         recipe["daemon_exit_code"] = daemon_exit;
@@ -768,13 +786,13 @@ mod tests {
     #[test]
     fn completion_needs_delivery_and_daemon_evidence_without_conflating_exits() {
         let before = handoff(0, 11, 102);
-        assert_eq!(verify_completion(&before, &before), Err(NOT_ACKNOWLEDGED));
+        assert_eq!(marked(&before, &before), Err(NOT_ACKNOWLEDGED));
         let complete = completed(&before, 102, json!(130));
-        assert_eq!(verify_completion(&before, &complete), Ok(()));
+        assert_eq!(marked(&before, &complete), Ok(()));
 
         for receipt in [Value::Null, json!("130"), json!(1u64 << 40), json!(130.5)] {
             assert_eq!(
-                verify_completion(&before, &completed(&before, 102, receipt.clone())),
+                marked(&before, &completed(&before, 102, receipt.clone())),
                 Err(NOT_ACKNOWLEDGED),
                 "daemon_exit_code {receipt}"
             );
@@ -784,45 +802,36 @@ mod tests {
         let mut forgotten = handoff_recipe(102);
         forgotten["daemon_record_absent"] = json!(true);
         let forgotten = with_recipe(&complete, forgotten);
-        assert_eq!(verify_completion(&before, &forgotten), Ok(()));
+        assert_eq!(marked(&before, &forgotten), Ok(()));
         for mark in [json!("true"), json!(1), json!(false), Value::Null] {
             let mut recipe = handoff_recipe(102);
             recipe["daemon_record_absent"] = mark.clone();
             assert_eq!(
-                verify_completion(&before, &with_recipe(&complete, recipe)),
+                marked(&before, &with_recipe(&complete, recipe)),
                 Err(NOT_ACKNOWLEDGED),
                 "daemon_record_absent {mark}"
             );
         }
         let mut absent_unfinished = forgotten.clone();
         absent_unfinished.terminal_acknowledged = false;
-        assert_eq!(
-            verify_completion(&before, &absent_unfinished),
-            Err(NOT_ACKNOWLEDGED)
-        );
+        assert_eq!(marked(&before, &absent_unfinished), Err(NOT_ACKNOWLEDGED));
         let mut absent_contradicting = forgotten;
         absent_contradicting.exit_code = Some(0);
         assert_eq!(
-            verify_completion(&before, &absent_contradicting),
+            marked(&before, &absent_contradicting),
             Err(NOT_ACKNOWLEDGED)
         );
         let mut false_success = complete.clone();
         false_success.exit_code = Some(0);
-        assert_eq!(
-            verify_completion(&before, &false_success),
-            Err(NOT_ACKNOWLEDGED)
-        );
+        assert_eq!(marked(&before, &false_success), Err(NOT_ACKNOWLEDGED));
         let mut not_finished = complete.clone();
         not_finished.state = LeaseState::Running;
-        assert_eq!(
-            verify_completion(&before, &not_finished),
-            Err(NOT_ACKNOWLEDGED)
-        );
+        assert_eq!(marked(&before, &not_finished), Err(NOT_ACKNOWLEDGED));
         let mut recipe = handoff_recipe(102);
         recipe["daemon_exit_code"] = json!(130);
         recipe["retired"] = json!(false);
         assert_eq!(
-            verify_completion(&before, &with_recipe(&complete, recipe)),
+            marked(&before, &with_recipe(&complete, recipe)),
             Err(NOT_ACKNOWLEDGED)
         );
     }
@@ -852,7 +861,7 @@ mod tests {
             let mut replaced = complete.clone();
             change(&mut replaced);
             assert_eq!(
-                verify_completion(&before, &replaced),
+                marked(&before, &replaced),
                 Err(IDENTITY_CHANGED),
                 "change {index}"
             );

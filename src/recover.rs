@@ -38,6 +38,9 @@ pub struct Settings {
     /// The state home rch finds that directory in as `job-leases`: its
     /// parent, or, for storage moved behind a link, the link's parent.
     pub state_home: PathBuf,
+    /// What a finished recovery leaves in the journal, by the release of
+    /// the `rch` that runs it.
+    pub completion: judge::Completion,
     /// Handed to the child as `--timeout-secs`.
     pub recover_timeout: Duration,
     /// Slack after the timeout before the child's group is killed.
@@ -228,7 +231,7 @@ fn attempt(settings: &Settings, candidate: &Candidate, stop: &dyn Fn() -> bool) 
         }
         (_, Some(error)) => failed(settings, id, report.pid, error, stop),
         (_, None) => match lease_dir.load(id) {
-            Ok(after) => match judge::verify_completion(&before, &after) {
+            Ok(after) => match judge::verify_completion(&before, &after, settings.completion) {
                 Ok(()) => AttemptOutcome::Recovered,
                 Err(why) => failed(settings, id, report.pid, why.into(), stop),
             },

@@ -85,7 +85,11 @@ fn rchs_completions_pass_the_completion_check_record_absent_included() {
                 .unwrap_or_else(|error| panic!("{}: {error}", path.display()))
         };
         assert_eq!(
-            rch_sweep::judge::verify_completion(&parsed(&before), &parsed(&after)),
+            rch_sweep::judge::verify_completion(
+                &parsed(&before),
+                &parsed(&after),
+                rch_sweep::judge::Completion::DaemonMarked,
+            ),
             Ok(()),
             "{case}: rch's own completion refused"
         );

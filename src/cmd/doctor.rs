@@ -28,7 +28,7 @@ use crate::preflight::{self, DoctorCheck, Finding, Intent, Status};
 use crate::scan::{self, Scan, ScanOptions};
 use crate::state::backoff::{Backoff, now_unix_ms};
 use crate::verdict::SkipReason;
-use crate::{account, daemon, host, log, recover, route, state};
+use crate::{account, daemon, host, judge, log, recover, route, state};
 use anyhow::Result;
 use std::borrow::Borrow;
 use std::ffi::OsStr;
@@ -257,6 +257,7 @@ fn daemon(target: &Target, args: &RunArgs) -> (Finding, Option<PathBuf>) {
         socket: None,
         daemon_waits: None,
         daemon_trust: daemon::Trust::ThisUser,
+        completion: judge::Completion::DaemonMarked,
         lease_dir: target.lease_dir.resolved.clone(),
         state_home: target.lease_dir.state_home().to_path_buf(),
         recover_timeout: Duration::ZERO,

@@ -25,7 +25,7 @@ use crate::scan::{self, Scan, ScanOptions};
 use crate::state::Store;
 use crate::state::backoff::now_unix_ms;
 use crate::verdict::Candidate;
-use crate::{daemon, dispatch, fsio, log, persist, recover, signals, state};
+use crate::{daemon, dispatch, fsio, judge, log, persist, recover, signals, state};
 use anyhow::{Context, Result};
 use std::cell::Cell;
 use std::path::PathBuf;
@@ -520,6 +520,7 @@ fn recover_settings(run: &Run, rch: PathBuf) -> recover::Settings {
         socket: run.args.socket.clone(),
         daemon_waits: None,
         daemon_trust: daemon::Trust::ThisUser,
+        completion: judge::Completion::DaemonMarked,
         lease_dir: run.target.lease_dir.resolved.clone(),
         state_home: run.target.lease_dir.state_home().to_path_buf(),
         recover_timeout: Duration::from_secs(run.args.recover_timeout),
