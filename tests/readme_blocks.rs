@@ -6,7 +6,8 @@
 //!   ([`PrivateHost`], issue 43), never on the host;
 //! - every demo block, run with bash in the checkout, must leave the shell
 //!   it ran in without `RCH_STATE_HOME` or `RCH_SOCKET_PATH`, so later
-//!   commands there still target the operator's own leases.
+//!   commands there still target the operator's own leases, and must remove
+//!   the temporary folder it made.
 
 mod common;
 
@@ -377,6 +378,9 @@ fn the_demo_blocks_leave_the_shell_pointing_at_the_operators_own_leases() {
             .spawn()
             .expect("run bash");
         let status = child.wait().expect("wait for bash");
+        // Listed before the process group is ended: the block itself must
+        // have removed its copy (made with mktemp, in TMPDIR).
+        let left = files_in(dir.path());
         let _ = Command::new("kill")
             .args(["-TERM", "--", &format!("-{}", child.id())])
             .stderr(std::process::Stdio::null())
@@ -405,5 +409,10 @@ fn the_demo_blocks_leave_the_shell_pointing_at_the_operators_own_leases() {
                     .collect::<Vec<_>>()
             );
         }
+        assert_eq!(
+            left,
+            ["exits", "home", "stderr", "stdout"],
+            "the block left its temporary folder behind:\n{block}"
+        );
     }
 }
