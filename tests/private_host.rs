@@ -123,7 +123,8 @@ fn files_written_inside_are_seen_only_inside() {
     }
     // A test's own folders are the host's, seen alike inside.
     let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::write(dir.path().join("mine"), "x").expect("write");
+    host.write(&dir.path().join("mine"), b"x");
+    assert_eq!(std::fs::read(dir.path().join("mine")).expect("read"), b"x");
     let read = host
         .command_as(NOBODY, NOBODY, dir.path(), "cat")
         .arg("mine")

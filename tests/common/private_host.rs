@@ -70,8 +70,8 @@ read -r _ || :
 "#;
 
 /// Where a test may write through [`PrivateHost::write`] without a cover of
-/// its own: what the holder made private.
-const PRIVATE: [&str; 4] = ["/etc", "/var/spool/cron", "/run", "/etc/systemd"];
+/// its own: what the holder made private (`/etc/systemd` lies in `/etc`).
+const PRIVATE: [&str; 3] = ["/etc", "/var/spool/cron", "/run"];
 
 /// A private mount namespace, held open until dropped.
 pub struct PrivateHost {
@@ -188,7 +188,8 @@ impl PrivateHost {
         command
     }
 
-    /// `path` (absolute) as seen inside, reached from outside.
+    /// `path` (absolute) as seen inside, reached from outside: for what
+    /// [`PrivateHost::write`] does not do (a folder made, a mode changed).
     pub fn inside(&self, path: &Path) -> PathBuf {
         let relative = path.strip_prefix("/").unwrap_or(path);
         PathBuf::from(format!("/proc/{}/root", self.pid)).join(relative)
@@ -199,11 +200,19 @@ impl PrivateHost {
     /// and `/run` that is already private; elsewhere (a unit under
     /// `/usr/lib/systemd/system`, say) the nearest existing folder is first
     /// covered with a private overlay, so the host's file is never touched.
-    /// (For the test's own temporary folders, write directly.)
+    /// In the test's own folders (the temporary folder, the checkout and
+    /// its target folder) it is written as it is outside: seen alike
+    /// inside and out.
     pub fn write(&self, path: &Path, contents: &[u8]) {
         assert!(path.is_absolute(), "{} is not absolute", path.display());
         let parent = path.parent().expect("a file path");
-        if !self.is_private(parent) {
+        let own = [
+            std::env::temp_dir(),
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")),
+        ]
+        .iter()
+        .any(|folder| path.starts_with(folder));
+        if !own && !self.is_private(parent) {
             let mut folder = parent.to_path_buf();
             while !self.inside(&folder).is_dir() {
                 folder = folder.parent().expect("/ exists").to_path_buf();
