@@ -588,4 +588,196 @@ mod tests {
         service.working_directory = Some("-/srv/x".into());
         assert_eq!(working_directory(&service, "/home/a", false), "/srv/x");
     }
+
+    #[test]
+    fn an_invalid_word_of_environment_is_skipped_not_the_line() {
+        let service = merge(
+            &[file(
+                "/u",
+                "[Service]\nEnvironment=FLAGS=-q -v RCH_SWEEP_LEASE_DIR=/good \"B=x y\" %H=1 C=%u =x\n\
+                 Environment=D=4 \"E=5\n",
+            )],
+            &specifiers("/root", "alice"),
+        );
+        assert_eq!(
+            service.environment,
+            pairs(&[
+                ("FLAGS", "-q"),
+                ("RCH_SWEEP_LEASE_DIR", "/good"),
+                ("B", "x y"),
+                ("C", "root"),
+                ("D", "4"),
+            ])
+        );
+        assert_eq!(service.problems.len(), 2, "{:?}", service.problems);
+        assert!(
+            service.problems[0].contains("\"-v\"")
+                && service.problems[0].contains("%H")
+                && service.problems[0].contains("\"=x\""),
+            "{:?}",
+            service.problems
+        );
+        assert!(
+            service.problems[1].contains("the rest of the line"),
+            "{:?}",
+            service.problems
+        );
+    }
+
+    fn exec(program: &str, ignore_failure: bool) -> ExecCommand {
+        ExecCommand {
+            program: program.into(),
+            args: Vec::new(),
+            expand: true,
+            ignore_failure,
+            source: "/u".into(),
+        }
+    }
+
+    #[test]
+    fn a_program_systemd_cannot_run_is_refused() {
+        let state = |path: &str| match path {
+            "/usr/bin/rch-sweep" | "/usr/local/bin/tool" => Program::Executable,
+            "/opt/rch-sweep" | "/usr/sbin/tool" => Program::NotExecutable,
+            _ => Program::Missing,
+        };
+        assert_eq!(
+            program_path("tool", &state),
+            ("/usr/local/bin/tool".to_owned(), Program::Executable)
+        );
+        assert_eq!(
+            program_path("nowhere", &state),
+            ("nowhere".to_owned(), Program::Missing)
+        );
+        let service = Service {
+            exec_start: vec![
+                exec("/usr/bin/rch-sweep", false),
+                exec("/usr/bin/missing", false),
+                exec("/usr/bin/missing-but-dashed", true),
+                exec("/opt/rch-sweep", false),
+                exec("/srv/rch-sweep", true),
+                exec("rch-sweep", false),
+            ],
+            ..Service::default()
+        };
+        let refusals = exec_refusals(&service, &state);
+        let fails: Vec<bool> = refusals.iter().map(|r| r.fails).collect();
+        // The bare rch-sweep is /usr/bin/rch-sweep: no refusal.
+        assert_eq!(fails, [true, false, true, true], "{refusals:?}");
+        assert!(
+            refusals[0]
+                .text
+                .starts_with("ExecStart= program /usr/bin/missing (set in /u) does not exist")
+        );
+        assert!(refusals[1].text.contains("systemd skips it (the - prefix)"));
+        assert!(
+            refusals[2]
+                .text
+                .contains("/opt/rch-sweep (set in /u) is not executable")
+        );
+        assert!(refusals[3].text.contains("no sweep runs"));
+        // A bare name in none of the folders.
+        let bare = Service {
+            exec_start: vec![exec("rch-sweeper", false)],
+            ..Service::default()
+        };
+        assert!(
+            exec_refusals(&bare, &state)[0]
+                .text
+                .contains("is in none of systemd's search folders")
+        );
+    }
+
+    #[test]
+    fn a_missing_working_directory_without_a_dash_is_refused() {
+        let is_dir = |dir: &str| dir == "/home/a" || dir == "/srv";
+        let mut service = Service {
+            working_directory: Some("/srv/gone".into()),
+            working_directory_source: "/etc/x.conf".into(),
+            ..Service::default()
+        };
+        let refusal = working_directory_refusal(&service, "/home/a", &is_dir).expect("refused");
+        assert!(refusal.fails);
+        assert!(
+            refusal
+                .text
+                .starts_with("WorkingDirectory=/srv/gone (set in /etc/x.conf)")
+        );
+        service.working_directory = Some("-/srv/gone".into());
+        assert_eq!(
+            working_directory_refusal(&service, "/home/a", &is_dir),
+            None
+        );
+        service.working_directory = Some("~".into());
+        assert_eq!(
+            working_directory_refusal(&service, "/home/a", &is_dir),
+            None
+        );
+        assert_eq!(
+            working_directory_refusal(&service, "/home/gone", &is_dir).map(|r| r.fails),
+            Some(true)
+        );
+        assert_eq!(
+            working_directory_refusal(&Service::default(), "/home/gone", &is_dir),
+            None
+        );
+    }
+
+    #[test]
+    fn an_environment_file_systemd_cannot_read() {
+        let file = |path: &str, optional| EnvironmentFile {
+            path: path.into(),
+            optional,
+            source: "/u".into(),
+        };
+        let needed = file("/etc/default/rch-sweep", false);
+        let refusal = environment_file_refusal(&needed, &needed.path, &FileRead::Missing, false)
+            .expect("refused");
+        assert!(refusal.fails);
+        assert_eq!(
+            refusal.text,
+            "EnvironmentFile=/etc/default/rch-sweep (in /u) does not exist: systemd does not start the unit (create it, or prefix it with - to make it optional)"
+        );
+        let pattern = file("/etc/rch/*.env", false);
+        let refusal = environment_file_refusal(&pattern, &pattern.path, &FileRead::Missing, true)
+            .expect("refused");
+        assert!(refusal.fails && refusal.text.contains("matches no file"));
+        // Optional: missing is nothing; unreadable is a warning without
+        // the advice to add the - it has.
+        let optional = file("/etc/default/rch-sweep", true);
+        assert_eq!(
+            environment_file_refusal(&optional, &optional.path, &FileRead::Missing, false),
+            None
+        );
+        let refusal = environment_file_refusal(&optional, &optional.path, &FileRead::Denied, false)
+            .expect("warned");
+        assert!(!refusal.fails);
+        assert!(
+            !refusal.text.contains("prefix it with -"),
+            "{}",
+            refusal.text
+        );
+        assert!(refusal.text.contains("systemd goes on without it"));
+        // The system manager reads as root.
+        let refusal = environment_file_refusal(&needed, &needed.path, &FileRead::Denied, true)
+            .expect("warned");
+        assert!(!refusal.fails);
+        // The user manager cannot read what this user cannot.
+        let refusal = environment_file_refusal(&needed, &needed.path, &FileRead::Denied, false)
+            .expect("refused");
+        assert!(refusal.fails);
+        let refusal = environment_file_refusal(
+            &pattern,
+            "/etc/rch/a.env",
+            &FileRead::NotRead("it is a FIFO".into()),
+            false,
+        )
+        .expect("warned");
+        assert!(!refusal.fails);
+        assert!(
+            refusal
+                .text
+                .starts_with("EnvironmentFile=/etc/rch/*.env (in /u): /etc/rch/a.env is not read")
+        );
+    }
 }

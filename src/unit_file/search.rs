@@ -344,4 +344,164 @@ mod tests {
             Some("rch-sweep@.service")
         );
     }
+
+    fn shown(paths: &[PathBuf]) -> Vec<&str> {
+        paths.iter().map(|p| p.to_str().expect("utf8")).collect()
+    }
+
+    #[test]
+    fn the_search_paths_of_systemd_252() {
+        // `systemd-analyze --user unit-paths` on Debian 12, with
+        // XDG_RUNTIME_DIR=/run/user/1000.
+        assert_eq!(
+            shown(&search_path(Scope::User, Path::new("/home/alice"), 1000)),
+            [
+                "/home/alice/.config/systemd/user.control",
+                "/run/user/1000/systemd/user.control",
+                "/run/user/1000/systemd/transient",
+                "/home/alice/.config/systemd/user",
+                "/etc/xdg/systemd/user",
+                "/etc/systemd/user",
+                "/run/user/1000/systemd/user",
+                "/run/systemd/user",
+                "/home/alice/.local/share/systemd/user",
+                "/usr/local/share/systemd/user",
+                "/usr/share/systemd/user",
+                "/usr/local/lib/systemd/user",
+                "/usr/lib/systemd/user",
+            ]
+        );
+        // `systemd-analyze unit-paths`, generator folders left out.
+        assert_eq!(
+            shown(&search_path(Scope::System, Path::new("/root"), 0)),
+            [
+                "/etc/systemd/system.control",
+                "/run/systemd/system.control",
+                "/run/systemd/transient",
+                "/etc/systemd/system",
+                "/etc/systemd/system.attached",
+                "/run/systemd/system",
+                "/run/systemd/system.attached",
+                "/usr/local/lib/systemd/system",
+                "/lib/systemd/system",
+                "/usr/lib/systemd/system",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_unit_in_etc_xdg_is_found_for_the_user_manager() {
+        let search = search_path(Scope::User, Path::new("/home/alice"), 1000);
+        let (entry, list) = world(&[
+            "/etc/xdg/systemd/user/rch-sweep.service",
+            "/usr/lib/systemd/user/rch-sweep.service",
+        ]);
+        let found = find(&search, "rch-sweep.service", &entry, &list);
+        assert_eq!(
+            found.unit_file.as_deref(),
+            Some(Path::new("/etc/xdg/systemd/user/rch-sweep.service"))
+        );
+    }
+
+    #[test]
+    fn the_drop_in_folders_in_systemds_order() {
+        assert_eq!(
+            drop_in_folders("rch-sweep.service"),
+            ["rch-sweep.service", "rch-.service"]
+        );
+        assert_eq!(
+            drop_in_folders("rch-sweep@alice.service"),
+            [
+                "rch-sweep@alice.service",
+                "rch-sweep@.service",
+                "rch-.service",
+                "rch-@alice.service",
+                "rch-@.service"
+            ]
+        );
+        assert_eq!(
+            drop_in_folders("foo-bar-waldo.service"),
+            ["foo-bar-waldo.service", "foo-bar-.service", "foo-.service"]
+        );
+        assert_eq!(drop_in_folders("-x.service"), ["-x.service"]);
+        assert_eq!(drop_in_folders("plain.service"), ["plain.service"]);
+    }
+
+    #[test]
+    fn type_wide_and_dash_prefix_drop_ins_the_first_folder_wins_a_name() {
+        let search = search_path(Scope::System, Path::new("/root"), 0);
+        let (entry, list) = world(&[
+            "/usr/lib/systemd/system/rch-sweep@.service",
+            "/usr/lib/systemd/system/service.d/10-all.conf",
+            "/etc/systemd/system/service.d/90-all.conf",
+            "/etc/systemd/system/rch-.service.d/20-prefix.conf",
+            "/etc/systemd/system/rch-.service.d/50-same.conf",
+            "/etc/systemd/system/rch-sweep@.service.d/50-same.conf",
+            "/run/systemd/system/rch-sweep@alice.service.d/50-same.conf",
+            "/etc/systemd/system/service.d/30-type.conf",
+            "/etc/systemd/system/rch-sweep@alice.service.d/30-type.conf",
+        ]);
+        let found = find(&search, "rch-sweep@alice.service", &entry, &list);
+        assert_eq!(
+            shown(&found.drop_ins),
+            [
+                "/usr/lib/systemd/system/service.d/10-all.conf",
+                "/etc/systemd/system/rch-.service.d/20-prefix.conf",
+                // The unit's own folder comes before service.d in a directory.
+                "/etc/systemd/system/rch-sweep@alice.service.d/30-type.conf",
+                // /etc before /run; in /etc the template's before the prefix's.
+                "/etc/systemd/system/rch-sweep@.service.d/50-same.conf",
+                "/etc/systemd/system/service.d/90-all.conf",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_masked_unit_hides_every_copy_below_and_a_masked_drop_in_its_name() {
+        let search = search_path(Scope::User, Path::new("/home/alice"), 1000);
+        let (entry, list) = world(&[
+            "/home/alice/.config/systemd/user/rch-sweep.service -> /dev/null",
+            "/home/alice/.local/share/systemd/user/rch-sweep.service",
+        ]);
+        let found = find(&search, "rch-sweep.service", &entry, &list);
+        assert_eq!(found.unit_file, None);
+        assert_eq!(
+            found.masked_by.as_deref(),
+            Some(Path::new(
+                "/home/alice/.config/systemd/user/rch-sweep.service"
+            ))
+        );
+        // A mask below the first copy masks nothing.
+        let (entry, list) = world(&[
+            "/home/alice/.config/systemd/user/rch-sweep.service",
+            "/usr/lib/systemd/user/rch-sweep.service -> /dev/null",
+        ]);
+        let found = find(&search, "rch-sweep.service", &entry, &list);
+        assert_eq!(found.masked_by, None);
+        assert!(found.unit_file.is_some());
+        // A masked template masks its instances.
+        let system = search_path(Scope::System, Path::new("/root"), 0);
+        let (entry, list) = world(&[
+            "/etc/systemd/system/rch-sweep@.service -> /dev/null",
+            "/usr/lib/systemd/system/rch-sweep@.service",
+        ]);
+        let found = find(&system, "rch-sweep@alice.service", &entry, &list);
+        assert!(found.masked_by.is_some() && found.unit_file.is_none());
+        // A masked drop-in: its name further down is not read.
+        let (entry, list) = world(&[
+            "/home/alice/.local/share/systemd/user/rch-sweep.service",
+            "/home/alice/.local/share/systemd/user/rch-sweep.service.d/50-vendor.conf",
+            "/home/alice/.local/share/systemd/user/rch-sweep.service.d/60-other.conf",
+            "/home/alice/.config/systemd/user/rch-sweep.service.d/50-vendor.conf -> /dev/null",
+        ]);
+        let found = find(&search, "rch-sweep.service", &entry, &list);
+        assert_eq!(
+            shown(&found.drop_ins),
+            ["/home/alice/.local/share/systemd/user/rch-sweep.service.d/60-other.conf"]
+        );
+        assert_eq!(
+            shown(&found.masked_drop_ins),
+            ["/home/alice/.config/systemd/user/rch-sweep.service.d/50-vendor.conf"]
+        );
+    }
 }

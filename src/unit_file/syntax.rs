@@ -533,6 +533,41 @@ mod tests {
     }
 
     #[test]
+    fn a_comment_ending_in_a_backslash_takes_the_next_line_before_254() {
+        let text = "A=good\n# old path was C:\\\nA=wrong\n; x \\\\\nB=2\n#\\\nC=3\n";
+        // 252 (Debian 12): "A=wrong" is comment; "\\\\" is one escaped
+        // backslash, so B's line is not; "#\\" takes "C=3".
+        let old = environment_file(text, 252);
+        assert_eq!(vars::get(&old, "A"), Some("good"));
+        assert_eq!(vars::get(&old, "B"), Some("2"));
+        assert_eq!(vars::get(&old, "C"), None);
+        // 254 and later: a comment ends at the newline, whatever precedes it.
+        let new = environment_file(text, COMMENT_ENDS_AT_ESCAPED_NEWLINE);
+        assert_eq!(vars::get(&new, "A"), Some("wrong"));
+        assert_eq!(vars::get(&new, "B"), Some("2"));
+        assert_eq!(vars::get(&new, "C"), Some("3"));
+        assert_eq!(systemd_version("systemd 252 (252.38-1~deb12u1)"), Some(252));
+        assert_eq!(systemd_version("systemd 256 (256.7)"), Some(256));
+        assert_eq!(systemd_version("elogind 252"), None);
+        assert_eq!(systemd_version(""), None);
+    }
+
+    #[test]
+    fn unit_file_comments_inside_a_continued_line_are_skipped() {
+        // systemd.syntax(7)'s example: the comment block is ignored, and
+        // a comment ending in a backslash continues nothing.
+        let text = "[Service]\nEnvironment=A=3\\\n# this line is ignored\n\
+                    ; this line is ignored too\n       B=4\n# c \\\nExecStart=rch-sweep\n";
+        assert_eq!(
+            service_assignments(text),
+            [
+                ("Environment".to_owned(), "A=3 B=4".to_owned()),
+                ("ExecStart".into(), "rch-sweep".into())
+            ]
+        );
+    }
+
+    #[test]
     fn exec_arguments_expand_as_systemd_expands_them() {
         let env: Vars = [
             ("DIR", "/srv/l dir"),

@@ -717,6 +717,22 @@ mod tests {
             ]
             .map(OsString::from)
         );
+        // What the route would refuse rides along, one option each.
+        assert_eq!(
+            child_args(
+                Route::UserTimer,
+                &doctors,
+                &["-x masks rch-sweep.service".to_owned()],
+                &args,
+                &own
+            )[4..],
+            [
+                "--in-route",
+                "user-timer",
+                "--route-fail=-x masks rch-sweep.service"
+            ]
+            .map(OsString::from)
+        );
         assert!(refused_option(&["--as=cron".to_owned()]).is_some());
         assert!(refused_option(&["--asx".to_owned()]).is_none());
     }
