@@ -88,14 +88,23 @@ pub(super) fn plan(
     let mut files = Vec::new();
     let mut refusals = Vec::new();
     for file in &service.environment_files {
-        let matched = glob::expand(&file.path, &list, &|path: &Path| {
-            path.symlink_metadata().is_ok()
-        });
+        // What this user cannot look into may be there for root: it is
+        // read (and its error told) rather than called missing.
+        let matched = glob::expand(
+            &file.path,
+            &list,
+            &|path: &Path| !matches!(path.symlink_metadata(), Err(e) if e.kind() == ErrorKind::NotFound),
+        );
         if matched.is_empty() {
+            let read = if unlistable(&file.path) {
+                FileRead::Denied
+            } else {
+                FileRead::Missing
+            };
             refusals.extend(unit_file::environment_file_refusal(
                 file,
                 &file.path,
-                &FileRead::Missing,
+                &read,
                 !user_manager,
             ));
         }
@@ -293,6 +302,22 @@ fn list(dir: &Path) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// Whether a folder on the way to `pattern`, before its first magic
+/// character, cannot be looked into by this user.
+fn unlistable(pattern: &str) -> bool {
+    let mut dir = PathBuf::from("/");
+    for component in pattern.split('/').filter(|c| !c.is_empty()) {
+        if let Err(error) = std::fs::read_dir(&dir) {
+            return error.kind() == ErrorKind::PermissionDenied;
+        }
+        if glob::has_magic(component) {
+            return false;
+        }
+        dir.push(component);
+    }
+    false
 }
 
 /// What stands at an `ExecStart=` program for this user.
