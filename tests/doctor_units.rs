@@ -407,3 +407,48 @@ fn the_user_manager_reads_xdg_environment_d_and_every_drop_in_folder() {
         assert!(first.contains(&variable), "{variable}: {first}");
     }
 }
+
+/// Where `systemctl --version` does not answer, the environment files are
+/// read as systemd 252 reads them, and a note says so.
+#[test]
+fn without_systemctls_version_252_is_assumed_and_said() {
+    let Some(units) = Units::new("without_systemctls_version_252_is_assumed_and_said") else {
+        return;
+    };
+    for systemctl in ["/usr/bin/systemctl", "/bin/systemctl"] {
+        if Path::new(systemctl).exists() {
+            let output = units
+                .host
+                .command("/bin/mount")
+                .args(["--bind", "/bin/false", systemctl])
+                .output()
+                .expect("mount");
+            assert!(output.status.success(), "{}", stderr(&output));
+        }
+    }
+    units.write_home(
+        ".config/rch-sweep/c.conf",
+        &format!(
+            "RCH_SWEEP_LEASE_DIR={}\n# C:\\\nRCH_SWEEP_LEASE_DIR={}\n",
+            units.good(),
+            units.wrong()
+        ),
+    );
+    units.write_home(
+        ".config/systemd/user/rch-sweep.service",
+        &unit(&format!(
+            "EnvironmentFile=%h/.config/rch-sweep/c.conf\nExecStart={BIN}"
+        )),
+    );
+    let (_, document, _) = units.document("user-timer");
+    let notes = document["notes"].to_string();
+    assert!(
+        notes.contains("systemctl --version does not say which systemd runs")
+            && notes.contains("read as systemd 252"),
+        "{document}"
+    );
+    assert!(
+        finding(&document, "lease_dir").contains(&units.good()),
+        "{document}"
+    );
+}
