@@ -61,9 +61,10 @@ pub(super) fn plan(
     // Masked: systemd starts nothing; the other checks run with doctor's
     // own options in what systemd would give.
     let Some((service, manager_env)) = loaded else {
+        let manager_path = vec![("PATH".to_owned(), unit_file::MANAGER_PATH.to_owned())];
         plan.runs.push(Planned {
             line: None,
-            env: own.clone(),
+            env: unit_file::exec_environment(own, &manager_path, &Service::default(), &[]),
             cwd: PathBuf::from(unit_file::working_directory(
                 &Service::default(),
                 &home,
