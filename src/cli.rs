@@ -311,6 +311,16 @@ pub struct DoctorArgs {
     /// is the one ROUTE gives, not a login shell's
     #[arg(long = "in-route", value_name = "ROUTE", value_enum, hide = true)]
     pub in_route: Option<Route>,
+
+    /// Set by `doctor --as` on the doctor it re-executes: what ROUTE would
+    /// refuse to start, failing the environment check (repeatable)
+    #[arg(
+        long = "route-fail",
+        value_name = "FINDING",
+        requires = "in_route",
+        hide = true
+    )]
+    pub route_fails: Vec<String>,
 }
 
 /// How a sweep is started every five minutes; each hands it its own

@@ -45,6 +45,7 @@ pub fn run(args: DoctorArgs) -> Result<ExitCode> {
         return super::doctor_as::run(route, &args.run);
     }
     let in_route = args.in_route;
+    let route_fails = args.route_fails;
     let args = args.run;
     super::run::check_args(&args)?;
     super::run::refuse_tilde(&args)?;
@@ -65,7 +66,7 @@ pub fn run(args: DoctorArgs) -> Result<ExitCode> {
     findings.push(journals(&target, &args));
     findings.push(host_check(&target));
     findings.push(match in_route {
-        Some(route) => super::doctor_as::environment_finding(route),
+        Some(route) => super::doctor_as::environment_finding(route, &route_fails),
         None => environment(&args, rch_socket.as_deref()),
     });
     let code = if findings.iter().any(|f| f.status == Status::Fail) {

@@ -7,7 +7,11 @@
 //! process, so that is left to [`super::syntax::expand_args`], as for a
 //! unit read from disk.
 
-use super::{ExecCommand, Service, syntax};
+use super::{EnvironmentFile, ExecCommand, Service, syntax};
+
+/// Where a setting the manager shows came from: it does not say which of
+/// the unit's files.
+pub const SOURCE: &str = "the unit as the manager loaded it";
 
 /// A unit as `systemctl show` describes it.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -36,14 +40,16 @@ pub fn parse(text: &str) -> Shown {
             "EnvironmentFiles" if !value.is_empty() => {
                 // `/etc/default/x (ignore_errors=yes)`
                 let (path, flags) = value.rsplit_once(" (").unwrap_or((value, ""));
-                shown
-                    .service
-                    .environment_files
-                    .push((path.to_owned(), flags.contains("ignore_errors=yes")));
+                shown.service.environment_files.push(EnvironmentFile {
+                    path: path.to_owned(),
+                    optional: flags.contains("ignore_errors=yes"),
+                    source: SOURCE.to_owned(),
+                });
             }
             "ExecStart" => shown.service.exec_start.extend(exec_start(value)),
             "WorkingDirectory" if !value.is_empty() => {
                 shown.service.working_directory = Some(value.to_owned());
+                SOURCE.clone_into(&mut shown.service.working_directory_source);
             }
             "User" if !value.is_empty() => shown.service.user = Some(value.to_owned()),
             _ => {}
@@ -74,12 +80,14 @@ fn exec_start(value: &str) -> Vec<ExecCommand> {
         .skip(1)
         .filter_map(|group| {
             let (path, rest) = group.split_once(" ; argv[]=")?;
-            let argv = rest.split(" ; ignore_errors=").next().unwrap_or_default();
+            let (argv, flags) = rest.split_once(" ; ignore_errors=").unwrap_or((rest, ""));
             let words = syntax::words(argv).ok()?;
             Some(ExecCommand {
                 program: path.to_owned(),
                 args: words.get(1..).unwrap_or_default().to_vec(),
                 expand: true,
+                ignore_failure: flags.starts_with("yes"),
+                source: SOURCE.to_owned(),
             })
         })
         .collect()
@@ -112,13 +120,19 @@ mod tests {
         let service = &shown.service;
         assert_eq!(service.environment.len(), 3);
         assert_eq!(service.environment[1], ("A".into(), "x y".into()));
+        let files: Vec<(&str, bool)> = service
+            .environment_files
+            .iter()
+            .map(|file| (file.path.as_str(), file.optional))
+            .collect();
         assert_eq!(
-            service.environment_files,
+            files,
             [
-                ("/etc/default/rch-sweep".to_owned(), true),
-                ("/etc/rch-sweep.env".to_owned(), false)
+                ("/etc/default/rch-sweep", true),
+                ("/etc/rch-sweep.env", false)
             ]
         );
+        assert!(!service.exec_start[0].ignore_failure);
         assert_eq!(service.exec_start.len(), 1);
         assert_eq!(service.exec_start[0].program, "/usr/bin/rch-sweep");
         assert_eq!(

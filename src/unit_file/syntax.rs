@@ -8,14 +8,16 @@ use crate::vars::{self, Vars};
 
 /// The assignments of a unit file's `[Service]` section, in order, keys
 /// and values trimmed. A line ending in `\` continues on the next (the
-/// backslash becomes a blank); `#` and `;` begin comment lines.
+/// backslash becomes a blank); `#` and `;` begin comment lines, which are
+/// skipped inside a continued line too and never continue themselves
+/// (systemd.syntax(7): "the comment block is ignored").
 pub fn service_assignments(text: &str) -> Vec<(String, String)> {
     let mut out = Vec::new();
     let mut section = String::new();
     let mut pending = String::new();
     for line in text.lines() {
         let line = line.trim();
-        if pending.is_empty() && (line.starts_with('#') || line.starts_with(';')) {
+        if line.starts_with('#') || line.starts_with(';') {
             continue;
         }
         if let Some(start) = line.strip_suffix('\\') {
@@ -86,6 +88,17 @@ fn escape(rest: &[char]) -> (Option<char>, usize) {
 /// backslash escapes. `Err` for an unterminated quote: systemd ignores
 /// such a setting.
 pub fn words(text: &str) -> Result<Vec<String>, String> {
+    match words_until_error(text) {
+        (words, None) => Ok(words),
+        (_, Some(why)) => Err(why),
+    }
+}
+
+/// The words of a setting up to where they cannot be split (an
+/// unterminated quote), and why they stop there: systemd's
+/// `config_parse_environ` keeps the assignments it took before such a
+/// word and ignores the rest of the line.
+pub fn words_until_error(text: &str) -> (Vec<String>, Option<String>) {
     let chars: Vec<char> = text.chars().collect();
     let mut out = Vec::new();
     let mut current = String::new();
@@ -124,12 +137,12 @@ pub fn words(text: &str) -> Result<Vec<String>, String> {
         }
     }
     if quote.is_some() {
-        return Err(format!("an unterminated quote in {text:?}"));
+        return (out, Some(format!("an unterminated quote in {text:?}")));
     }
     if started {
         out.push(current);
     }
-    Ok(out)
+    (out, None)
 }
 
 /// What the specifiers of a unit stand for, for one manager and unit.
@@ -225,14 +238,43 @@ pub fn is_var_name(name: &str) -> bool {
         && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
 }
 
-/// An `EnvironmentFile=`'s variables, as systemd reads one: `KEY=VALUE`
-/// lines, `#` and `;` comment lines; a value's trailing blanks dropped; a
-/// backslash escapes the next character (a newline too: the value goes
-/// on); single quotes literal; in double quotes a backslash escapes only
-/// `"`, `\`, `` ` ``, `$` and a newline. A line without `=`, or with a key
-/// that cannot name a variable, is ignored.
-pub fn environment_file(text: &str) -> Vars {
+/// The first systemd whose environment files end a comment at a newline
+/// after a `\` (v254, `env-file.c`: "treated as a non comment line since
+/// v254"); before it the backslash takes the newline, and the next line
+/// is comment too.
+pub const COMMENT_ENDS_AT_ESCAPED_NEWLINE: u32 = 254;
+
+/// The version in `systemctl --version`'s first line (`systemd 252
+/// (252.38-1~deb12u1)`).
+pub fn systemd_version(first_line: &str) -> Option<u32> {
+    let mut words = first_line.split_whitespace();
+    (words.next() == Some("systemd"))
+        .then(|| words.next()?.parse().ok())
+        .flatten()
+}
+
+/// An `EnvironmentFile=`'s variables, as systemd `version` reads one
+/// (`parse_env_file_internal`): `KEY=VALUE` lines, `#` and `;` comment
+/// lines (a `\` in a comment takes the next character, before v254 a
+/// newline too, so the next line is comment); a value's trailing blanks
+/// dropped; a backslash escapes the next character (a newline too: the
+/// value goes on); single quotes literal; in double quotes a backslash
+/// escapes only `"`, `\`, `` ` ``, `$` and a newline. A line without `=`,
+/// or with a key that cannot name a variable, is ignored.
+pub fn environment_file(text: &str, version: u32) -> Vars {
     let mut out = Vars::new();
+    for (key, value) in assignments(text, version) {
+        if is_var_name(&key) {
+            vars::set(&mut out, &key, &value);
+        }
+    }
+    out
+}
+
+/// The `KEY=VALUE` assignments of an environment file, in order, keys
+/// trimmed and not yet checked, read as [`environment_file`] says.
+pub fn assignments(text: &str, version: u32) -> Vec<(String, String)> {
+    let mut out = Vec::new();
     let chars: Vec<char> = text.chars().collect();
     let mut at = 0;
     while at < chars.len() {
@@ -243,10 +285,11 @@ pub fn environment_file(text: &str) -> Vars {
         if at >= chars.len() {
             break;
         }
-        if matches!(chars[at], '#' | ';' | '\n') {
-            while at < chars.len() && chars[at] != '\n' {
-                at += 1;
-            }
+        if matches!(chars[at], '#' | ';') {
+            at = comment_end(&chars, at + 1, version);
+            continue;
+        }
+        if chars[at] == '\n' {
             at += 1;
             continue;
         }
@@ -262,12 +305,26 @@ pub fn environment_file(text: &str) -> Vars {
         at += 1;
         let (value, next) = file_value(&chars, at);
         at = next;
-        let key = key.trim();
-        if is_var_name(key) {
-            vars::set(&mut out, key, &value);
-        }
+        out.push((key.trim().to_owned(), value));
     }
     out
+}
+
+/// Where the line after a comment starts, the comment's text from `at`.
+fn comment_end(chars: &[char], mut at: usize, version: u32) -> usize {
+    while let Some(&c) = chars.get(at) {
+        at += 1;
+        match c {
+            '\n' => break,
+            '\\' => match chars.get(at) {
+                Some('\n') if version >= COMMENT_ENDS_AT_ESCAPED_NEWLINE => return at + 1,
+                Some(_) => at += 1,
+                None => {}
+            },
+            _ => {}
+        }
+    }
+    at
 }
 
 /// A value of an environment file from `at`: the value and where the next
@@ -462,7 +519,7 @@ mod tests {
     fn an_environment_file_as_systemd_reads_it() {
         let text = "# comment\n; also\n  A=1  \nB = two words \nC='single $x'\n\
                     D=\"dq \\\"x\\\" \\n\"\nE=a\\\nb\nnot a line\n1X=bad\nF=\r\nG=\"multi\nline\"\n";
-        let vars = environment_file(text);
+        let vars = environment_file(text, 252);
         let get = |name| vars::get(&vars, name);
         assert_eq!(get("A"), Some("1"));
         assert_eq!(get("B"), Some("two words"));
@@ -473,6 +530,41 @@ mod tests {
         assert_eq!(get("F"), Some(""));
         assert_eq!(get("G"), Some("multi\nline"));
         assert_eq!(vars.len(), 7, "{vars:?}");
+    }
+
+    #[test]
+    fn a_comment_ending_in_a_backslash_takes_the_next_line_before_254() {
+        let text = "A=good\n# old path was C:\\\nA=wrong\n; x \\\\\nB=2\n#\\\nC=3\n";
+        // 252 (Debian 12): "A=wrong" is comment; "\\\\" is one escaped
+        // backslash, so B's line is not; "#\\" takes "C=3".
+        let old = environment_file(text, 252);
+        assert_eq!(vars::get(&old, "A"), Some("good"));
+        assert_eq!(vars::get(&old, "B"), Some("2"));
+        assert_eq!(vars::get(&old, "C"), None);
+        // 254 and later: a comment ends at the newline, whatever precedes it.
+        let new = environment_file(text, COMMENT_ENDS_AT_ESCAPED_NEWLINE);
+        assert_eq!(vars::get(&new, "A"), Some("wrong"));
+        assert_eq!(vars::get(&new, "B"), Some("2"));
+        assert_eq!(vars::get(&new, "C"), Some("3"));
+        assert_eq!(systemd_version("systemd 252 (252.38-1~deb12u1)"), Some(252));
+        assert_eq!(systemd_version("systemd 256 (256.7)"), Some(256));
+        assert_eq!(systemd_version("elogind 252"), None);
+        assert_eq!(systemd_version(""), None);
+    }
+
+    #[test]
+    fn unit_file_comments_inside_a_continued_line_are_skipped() {
+        // systemd.syntax(7)'s example: the comment block is ignored, and
+        // a comment ending in a backslash continues nothing.
+        let text = "[Service]\nEnvironment=A=3\\\n# this line is ignored\n\
+                    ; this line is ignored too\n       B=4\n# c \\\nExecStart=rch-sweep\n";
+        assert_eq!(
+            service_assignments(text),
+            [
+                ("Environment".to_owned(), "A=3 B=4".to_owned()),
+                ("ExecStart".into(), "rch-sweep".into())
+            ]
+        );
     }
 
     #[test]

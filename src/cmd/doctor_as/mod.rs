@@ -48,6 +48,9 @@ struct Plan {
     from: Vec<String>,
     warnings: Vec<String>,
     notes: Vec<String>,
+    /// What the route would refuse to start (each names the setting and
+    /// the file holding it): the `environment` check of every run fails.
+    failures: Vec<String>,
     runs: Vec<Planned>,
 }
 
@@ -150,7 +153,13 @@ pub(super) fn is_output_flag(arg: &str) -> bool {
 /// The arguments of the doctor run for `planned`: the route's options
 /// (less `--quiet`, `--json`) with doctor's own `--json` and `--quiet`, or
 /// doctor's own command line less `--as`.
-fn child_args(route: Route, planned: &Planned, args: &RunArgs, own: &[OsString]) -> Vec<OsString> {
+fn child_args(
+    route: Route,
+    planned: &Planned,
+    failures: &[String],
+    args: &RunArgs,
+    own: &[OsString],
+) -> Vec<OsString> {
     let mut argv = match &planned.options {
         None => without_as(own),
         Some(options) => {
@@ -171,18 +180,38 @@ fn child_args(route: Route, planned: &Planned, args: &RunArgs, own: &[OsString])
         }
     };
     argv.extend(["--in-route".into(), route.as_str().into()]);
+    for failure in failures {
+        argv.push(format!("--route-fail={failure}").into());
+    }
     argv
 }
 
 /// The `environment` check of a doctor that `doctor --as` re-executed:
 /// its environment is the route's own, so nothing in it rests on a login
-/// shell's variables.
-pub(super) fn environment_finding(route: Route) -> crate::preflight::Finding {
-    crate::preflight::Finding::ok(
-        crate::preflight::DoctorCheck::Environment,
+/// shell's variables; it fails with what the route would refuse to start
+/// (`failures`, handed over by `--route-fail`).
+pub(super) fn environment_finding(route: Route, failures: &[String]) -> crate::preflight::Finding {
+    use crate::preflight::{DoctorCheck, Finding};
+    if failures.is_empty() {
+        return Finding::ok(
+            DoctorCheck::Environment,
+            format!(
+                "this is the environment {} gives the run (doctor --as {}), nothing of a login shell's",
+                route.as_str(),
+                route.as_str()
+            ),
+        );
+    }
+    Finding::fail(
+        DoctorCheck::Environment,
+        ExitCode::Failed,
         format!(
-            "this is the environment {} gives the run (doctor --as {}), nothing of a login shell's",
+            "{} would not run rch-sweep: {}",
             route.as_str(),
+            failures.join("; ")
+        ),
+        format!(
+            "fix what is named, then run doctor --as {} again",
             route.as_str()
         ),
     )
@@ -193,6 +222,7 @@ pub(super) fn environment_finding(route: Route) -> crate::preflight::Finding {
 fn run_one(
     route: Route,
     planned: &Planned,
+    failures: &[String],
     args: &RunArgs,
     capture: bool,
 ) -> Result<std::process::Output> {
@@ -206,6 +236,7 @@ fn run_one(
         .args(child_args(
             route,
             planned,
+            failures,
             args,
             argv.get(1..).unwrap_or_default(),
         ))
@@ -471,7 +502,7 @@ fn report(route: Route, args: &RunArgs, plan: &Plan) -> Result<ExitCode> {
         let mut reports = Vec::new();
         let mut single = ChildDocument::default();
         for planned in &plan.runs {
-            let output = run_one(route, planned, args, true)?;
+            let output = run_one(route, planned, &plan.failures, args, true)?;
             codes.push(child_code(output.status));
             let document = document_of(&output);
             match &planned.line {
@@ -539,7 +570,7 @@ fn report(route: Route, args: &RunArgs, plan: &Plan) -> Result<ExitCode> {
             head.push_str(&note);
         }
         let _ = stdout.write_all(head.as_bytes());
-        let output = run_one(route, planned, args, false)?;
+        let output = run_one(route, planned, &plan.failures, args, false)?;
         codes.push(child_code(output.status));
     }
     Ok(combined(&codes))
@@ -645,7 +676,7 @@ mod tests {
             .map(OsString::from)
             .to_vec();
         assert_eq!(
-            child_args(Route::Cron, &planned, &args, &own),
+            child_args(Route::Cron, &planned, &[], &args, &own),
             [
                 "doctor",
                 "--lease-dir",
@@ -659,7 +690,7 @@ mod tests {
         args.json = false;
         args.quiet = true;
         assert_eq!(
-            child_args(Route::Cron, &planned, &args, &own),
+            child_args(Route::Cron, &planned, &[], &args, &own),
             [
                 "doctor",
                 "--lease-dir",
@@ -675,7 +706,7 @@ mod tests {
             ..planned
         };
         assert_eq!(
-            child_args(Route::Cron, &doctors, &args, &own),
+            child_args(Route::Cron, &doctors, &[], &args, &own),
             [
                 "doctor",
                 "--lease-dir",
@@ -683,6 +714,22 @@ mod tests {
                 "--json",
                 "--in-route",
                 "cron"
+            ]
+            .map(OsString::from)
+        );
+        // What the route would refuse rides along, one option each.
+        assert_eq!(
+            child_args(
+                Route::UserTimer,
+                &doctors,
+                &["-x masks rch-sweep.service".to_owned()],
+                &args,
+                &own
+            )[4..],
+            [
+                "--in-route",
+                "user-timer",
+                "--route-fail=-x masks rch-sweep.service"
             ]
             .map(OsString::from)
         );

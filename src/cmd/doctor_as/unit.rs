@@ -1,16 +1,26 @@
 //! `doctor --as user-timer|system-timer`: the unit as systemd would
 //! start it, from the running manager (`systemctl show`), else from its
-//! files on disk merged by [`unit_file`], else the shipped unit.
+//! files on disk merged by [`unit_file`], else the shipped unit. What
+//! systemd would refuse to start (a masked unit, a missing
+//! `EnvironmentFile=`, `ExecStart=` program or `WorkingDirectory=`) fails
+//! the report's `environment` check, named with the file that sets it.
 
 use super::{Plan, Planned, Said, ask, is_output_flag, program, refused_option};
 use crate::cli::Route;
 use crate::fsio::{self, NotRead};
-use crate::unit_file::search::{self, Scope};
-use crate::unit_file::{self, Service, Specifiers, syntax};
+use crate::unit_file::search::{self, Entry, Scope};
+use crate::unit_file::{
+    self, FileRead, Program, Refusal, Service, Specifiers, environment_d, glob, syntax,
+};
 use crate::vars::{self, Vars};
-use crate::{account, route};
+use crate::{account, config, route};
 use std::io::ErrorKind;
+use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
+
+/// The systemd doctor reads files as when `systemctl --version` does not
+/// say: Debian 12's.
+const ASSUMED_VERSION: u32 = 252;
 
 /// The most doctor reads of one unit file, drop-in or `EnvironmentFile=`:
 /// far more than any real one holds, and a bound on what a file standing
@@ -31,21 +41,38 @@ pub(super) fn plan(
     let home = vars::get(own, "HOME").unwrap_or("/").to_owned();
     let (unit, shipped, spec) = which_unit(user_manager, &name, uid, &home);
     let mut plan = Plan::default();
-    let (service, manager_env) = match from_manager(user_manager, &unit, &mut plan) {
-        Some((Some(service), manager_env)) => (service, manager_env),
+    let version = systemd_version(&mut plan);
+    let loaded = match from_manager(user_manager, &unit, &mut plan) {
+        Some((Loaded::Service(service), manager_env)) => Some((service, manager_env)),
+        Some((Loaded::Masked, _)) => None,
         // The manager answers, but has no such unit: what is on disk (the
         // shipped unit, said so) in the manager's environment.
-        Some((None, manager_env)) => (
-            from_disk(user_manager, &unit, shipped, &spec, &home, uid, &mut plan),
-            manager_env,
-        ),
-        None => {
-            let manager_env = vec![("PATH".to_owned(), unit_file::MANAGER_PATH.to_owned())];
-            (
-                from_disk(user_manager, &unit, shipped, &spec, &home, uid, &mut plan),
-                manager_env,
-            )
+        Some((Loaded::NotFound, manager_env)) => {
+            from_disk(user_manager, &unit, shipped, &spec, &home, uid, &mut plan)
+                .map(|service| (service, manager_env))
         }
+        None => {
+            from_disk(user_manager, &unit, shipped, &spec, &home, uid, &mut plan).map(|service| {
+                let manager_env = manager_environment(user_manager, own, &home, version, &mut plan);
+                (service, manager_env)
+            })
+        }
+    };
+    // Masked: systemd starts nothing; the other checks run with doctor's
+    // own options in what systemd would give.
+    let Some((service, manager_env)) = loaded else {
+        let manager_path = vec![("PATH".to_owned(), unit_file::MANAGER_PATH.to_owned())];
+        plan.runs.push(Planned {
+            line: None,
+            env: unit_file::exec_environment(own, &manager_path, &Service::default(), &[]),
+            cwd: PathBuf::from(unit_file::working_directory(
+                &Service::default(),
+                &home,
+                user_manager,
+            )),
+            options: None,
+        });
+        return Ok(plan);
     };
     for problem in &service.problems {
         plan.warnings.push(format!("systemd ignores {problem}"));
@@ -60,32 +87,72 @@ pub(super) fn plan(
         ));
     }
     let mut files = Vec::new();
-    for (path, optional) in &service.environment_files {
-        match fsio::read_regular_text(Path::new(path), MAX_UNIT_TEXT) {
-            Ok(text) => {
-                plan.from.push(format!("EnvironmentFile {path}"));
-                files.push(syntax::environment_file(&text));
-            }
-            Err(NotRead::Io(error)) if *optional && error.kind() == ErrorKind::NotFound => {}
-            // The system manager reads it as root: a file only root may
-            // read is no sign that systemd cannot.
-            Err(NotRead::Io(error))
-                if !user_manager && error.kind() == ErrorKind::PermissionDenied =>
-            {
-                plan.warnings.push(format!(
-                    "EnvironmentFile {path} cannot be read as {name} (systemd reads it as root); its variables are not checked"
-                ))
-            }
-            Err(NotRead::Io(error)) => plan.warnings.push(format!(
-                "EnvironmentFile {path} cannot be read ({error}): systemd does not start {unit} while it is missing (prefix it with - to make it optional)"
-            )),
-            Err(refused) => plan.warnings.push(format!(
-                "EnvironmentFile {path} is not read ({refused}); its variables are not checked"
-            )),
+    let mut refusals = Vec::new();
+    for file in &service.environment_files {
+        // What this user cannot look into may be there for root: it is
+        // read (and its error told) rather than called missing.
+        let matched = glob::expand(
+            &file.path,
+            &list,
+            &|path: &Path| !matches!(path.symlink_metadata(), Err(e) if e.kind() == ErrorKind::NotFound),
+        );
+        if matched.is_empty() {
+            let read = if unlistable(&file.path) {
+                FileRead::Denied
+            } else {
+                FileRead::Missing
+            };
+            refusals.extend(unit_file::environment_file_refusal(
+                file,
+                &file.path,
+                &read,
+                !user_manager,
+            ));
+        }
+        for path in matched {
+            let read = match fsio::read_regular_text(&path, MAX_UNIT_TEXT) {
+                Ok(text) => {
+                    plan.from
+                        .push(format!("EnvironmentFile {}", path.display()));
+                    files.push(syntax::environment_file(&text, version));
+                    continue;
+                }
+                Err(NotRead::Io(error)) => match error.kind() {
+                    ErrorKind::NotFound => FileRead::Missing,
+                    ErrorKind::PermissionDenied => FileRead::Denied,
+                    _ => FileRead::Failed(error.to_string()),
+                },
+                Err(refused) => FileRead::NotRead(refused.to_string()),
+            };
+            refusals.extend(unit_file::environment_file_refusal(
+                file,
+                &path.display().to_string(),
+                &read,
+                !user_manager,
+            ));
         }
     }
     let env = unit_file::exec_environment(own, &manager_env, &service, &files);
-    let cwd = PathBuf::from(unit_file::working_directory(&service, &home, user_manager));
+    refusals.extend(unit_file::exec_refusals(&service, &program_state));
+    let is_dir = |dir: &str| Path::new(dir).is_dir();
+    refusals.extend(unit_file::working_directory_refusal(
+        &service, &home, &is_dir,
+    ));
+    let mut cwd = unit_file::working_directory(&service, &home, user_manager);
+    if !is_dir(&cwd) {
+        // `-`: systemd starts it where the manager is; without, it never
+        // starts (failed above). doctor runs where it can.
+        cwd = unit_file::working_directory(&Service::default(), &home, user_manager);
+    }
+    let cwd = PathBuf::from(cwd);
+    for refusal in refusals {
+        let Refusal { fails, text } = refusal;
+        if fails {
+            plan.failures.push(text);
+        } else {
+            plan.warnings.push(text);
+        }
+    }
     let options = options(&service, &env, &unit, &mut plan);
     plan.runs.push(Planned {
         line: None,
@@ -179,14 +246,131 @@ fn options(service: &Service, env: &Vars, unit: &str, plan: &mut Plan) -> Option
     }
 }
 
-/// The unit as its manager describes it (`None` when the manager has not
-/// loaded it: not installed, masked), and the manager's environment;
-/// `None` when no manager answers.
-fn from_manager(
+/// What a manager has of the unit.
+enum Loaded {
+    Service(Service),
+    /// Masked: systemd starts nothing (said in the plan's failures).
+    Masked,
+    /// Not found (or another load state, said in a warning).
+    NotFound,
+}
+
+/// The systemd version `systemctl --version` gives, else the one assumed
+/// (said in a note): it decides how an environment file's comment ending
+/// in `\` reads.
+fn systemd_version(plan: &mut Plan) -> u32 {
+    let said = program("systemctl", &["/usr/bin/systemctl", "/bin/systemctl"])
+        .map(|systemctl| ask(&systemctl, &["--version"]));
+    let why = match said {
+        Some(Said::Out(text)) => match text.lines().next().and_then(syntax::systemd_version) {
+            Some(version) => return version,
+            None => "its first line names no version".to_owned(),
+        },
+        Some(Said::Failed(code, last)) => format!(
+            "it exited {}: {last}",
+            code.map_or("on a signal".to_owned(), |c| c.to_string())
+        ),
+        Some(Said::Broken(why)) => why,
+        None => "systemctl is not installed".to_owned(),
+    };
+    plan.notes.push(format!(
+        "systemctl --version does not say which systemd runs ({why}): environment files are read as systemd {ASSUMED_VERSION} (Debian 12) reads them, a comment ending in \\ taking the next line"
+    ));
+    ASSUMED_VERSION
+}
+
+/// What stands at a unit file, drop-in or `environment.d` file.
+fn entry(path: &Path) -> Entry {
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.file_type().is_char_device() => Entry::Masked,
+        Ok(meta) if meta.is_file() && meta.len() == 0 => Entry::Masked,
+        Ok(meta) if meta.is_file() => Entry::File,
+        Ok(_) => Entry::Other,
+        Err(error) if error.kind() == ErrorKind::NotFound && path.symlink_metadata().is_err() => {
+            Entry::Missing
+        }
+        Err(_) => Entry::Other,
+    }
+}
+
+/// The names in a folder (none when it cannot be listed).
+fn list(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|entry| entry.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Whether a folder on the way to `pattern`, before its first magic
+/// character, cannot be looked into by this user.
+fn unlistable(pattern: &str) -> bool {
+    let mut dir = PathBuf::from("/");
+    for component in pattern.split('/').filter(|c| !c.is_empty()) {
+        if let Err(error) = std::fs::read_dir(&dir) {
+            return error.kind() == ErrorKind::PermissionDenied;
+        }
+        if glob::has_magic(component) {
+            return false;
+        }
+        dir.push(component);
+    }
+    false
+}
+
+/// What stands at an `ExecStart=` program for this user.
+fn program_state(path: &str) -> Program {
+    let path = Path::new(path);
+    if path.metadata().is_err() {
+        Program::Missing
+    } else if config::is_executable(path) {
+        Program::Executable
+    } else {
+        Program::NotExecutable
+    }
+}
+
+/// The manager's environment when no manager answers: its `PATH`, and for
+/// the user manager what `environment.d` adds (over the variables it has
+/// from the account, which `$VAR` there may use).
+fn manager_environment(
     user_manager: bool,
-    unit: &str,
+    own: &Vars,
+    home: &str,
+    version: u32,
     plan: &mut Plan,
-) -> Option<(Option<Service>, Vars)> {
+) -> Vars {
+    let path = vec![("PATH".to_owned(), unit_file::MANAGER_PATH.to_owned())];
+    if !user_manager {
+        return path;
+    }
+    let mut env = own.clone();
+    vars::set(&mut env, "PATH", unit_file::MANAGER_PATH);
+    let folders = environment_d::folders(&Path::new(home).join(".config"));
+    for file in environment_d::files(&folders, &list) {
+        if entry(&file) == Entry::Masked {
+            continue;
+        }
+        match fsio::read_regular_text(&file, MAX_UNIT_TEXT) {
+            Ok(text) => {
+                plan.from.push(format!("environment.d {}", file.display()));
+                environment_d::apply(&mut env, &text, version);
+            }
+            Err(error) => plan.warnings.push(format!(
+                "environment.d file {} cannot be read ({error}): its variables are not checked",
+                file.display()
+            )),
+        }
+    }
+    env
+}
+
+/// The unit as its manager describes it, and the manager's environment;
+/// `None` when no manager answers.
+fn from_manager(user_manager: bool, unit: &str, plan: &mut Plan) -> Option<(Loaded, Vars)> {
     let systemctl = program("systemctl", &["/usr/bin/systemctl", "/bin/systemctl"])?;
     let scope: &[&str] = if user_manager { &["--user"] } else { &[] };
     let mut args = scope.to_vec();
@@ -235,16 +419,24 @@ fn from_manager(
     } else {
         "the system manager (systemctl show)"
     };
+    if shown.load_state == "masked" {
+        plan.failures.push(format!(
+            "{who} says {unit} is masked: systemd will not start it (systemctl{} unmask {unit})",
+            if user_manager { " --user" } else { "" }
+        ));
+        return Some((Loaded::Masked, manager_env));
+    }
     if shown.load_state != "loaded" {
         plan.warnings
             .push(format!("{who} says {unit} is {}", shown.load_state));
-        return Some((None, manager_env));
+        return Some((Loaded::NotFound, manager_env));
     }
     plan.from.push(format!("{who}: {}", shown.files.join(", ")));
-    Some((Some(shown.service), manager_env))
+    Some((Loaded::Service(shown.service), manager_env))
 }
 
-/// The unit from its files on disk; the shipped unit when none is installed.
+/// The unit from its files on disk; the shipped unit when none is
+/// installed; `None` when it is masked (said in the plan's failures).
 fn from_disk(
     user_manager: bool,
     unit: &str,
@@ -253,36 +445,25 @@ fn from_disk(
     home: &str,
     uid: u32,
     plan: &mut Plan,
-) -> Service {
+) -> Option<Service> {
     let scope = if user_manager {
         Scope::User
     } else {
         Scope::System
     };
     let search_path = search::search_path(scope, Path::new(home), uid);
-    let is_file = |path: &Path| std::fs::metadata(path).is_ok_and(|meta| meta.is_file());
-    let list = |dir: &Path| {
-        std::fs::read_dir(dir)
-            .map(|entries| {
-                entries
-                    .flatten()
-                    .map(|entry| entry.file_name().to_string_lossy().into_owned())
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    let found = search::find(&search_path, unit, &is_file, &list);
+    let found = search::find(&search_path, unit, &entry, &list);
+    if let Some(mask) = &found.masked_by {
+        plan.failures.push(format!(
+            "{} masks {unit} (a link to /dev/null, or empty): systemd will not start it, and reads no copy further down the search path (systemctl{} unmask {unit})",
+            mask.display(),
+            if user_manager { " --user" } else { "" }
+        ));
+        plan.from.push(format!("{} (masked)", mask.display()));
+        return None;
+    }
     let mut files = Vec::new();
     match &found.unit_file {
-        Some(path)
-            if std::fs::canonicalize(path).is_ok_and(|real| real == Path::new("/dev/null")) =>
-        {
-            plan.warnings.push(format!(
-                "{} masks {unit} (a link to /dev/null): systemd will not start it; checked with the unit rch-sweep ships",
-                path.display()
-            ));
-            files.push(("the shipped unit".to_owned(), shipped.to_owned()));
-        }
         Some(path) => match fsio::read_regular_text(path, MAX_UNIT_TEXT) {
             Ok(text) => files.push((path.display().to_string(), text)),
             Err(error) => {
@@ -317,7 +498,13 @@ fn from_disk(
             )),
         }
     }
+    for path in &found.masked_drop_ins {
+        plan.notes.push(format!(
+            "{} masks the drop-in of that name (a link to /dev/null, or empty): systemd reads none of that name further down",
+            path.display()
+        ));
+    }
     plan.from
         .extend(files.iter().map(|(source, _)| source.clone()));
-    unit_file::merge(&files, spec)
+    Some(unit_file::merge(&files, spec))
 }
