@@ -18,7 +18,18 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The outcomes `rch_sweep_recoveries` is broken down by (SPEC "Metrics
 /// file"), in that order.
-pub const OUTCOMES: [&str; 5] = ["recovered", "failed", "vanished", "interrupted", "deferred"];
+pub const OUTCOMES: [&str; 6] = [
+    "recovered",
+    "failed",
+    "vanished",
+    "interrupted",
+    "stuck",
+    "deferred",
+];
+
+/// The states `rch_sweep_leases` counts: leases whose entry waits on rch
+/// rather than on their failures.
+pub const HELD_STATES: [&str; 2] = ["stuck", "waiting"];
 
 /// A label value in the text format: backslash, double quote and newline
 /// escaped, nothing else changed.
@@ -124,7 +135,7 @@ fn when(summary: &Summary, now: SystemTime, last_success_unix_ms: Option<u64>) -
 
 /// What the run found: journals, skipped ones by reason, candidates, those
 /// backing off, and the candidates by outcome.
-fn found(summary: &Summary) -> [Gauge; 5] {
+fn found(summary: &Summary) -> [Gauge; 6] {
     let counts = summary.counts();
     let skipped = SkipReason::ALL
         .iter()
@@ -140,8 +151,14 @@ fn found(summary: &Summary) -> [Gauge; 5] {
         counts.failed,
         counts.vanished,
         counts.interrupted,
+        counts.stuck,
         counts.deferred,
     ];
+    let held = HELD_STATES
+        .iter()
+        .zip([summary.held.stuck, summary.held.waiting])
+        .map(|(state, count)| (format!("state=\"{state}\""), count as f64))
+        .collect();
     let recoveries = OUTCOMES
         .iter()
         .zip(by_outcome)
@@ -172,6 +189,11 @@ fn found(summary: &Summary) -> [Gauge; 5] {
             name: "rch_sweep_recoveries",
             help: "Candidates of the last run by outcome.",
             samples: recoveries,
+        },
+        Gauge {
+            name: "rch_sweep_leases",
+            help: "Leases waiting on rch, not on their own failures: stuck (this rch never completes them; upgrade rch to 2.1.34), waiting (rch finishes them once 24h old).",
+            samples: held,
         },
     ]
 }

@@ -258,6 +258,7 @@ fn daemon(target: &Target, args: &RunArgs) -> (Finding, Option<PathBuf>) {
         daemon_waits: None,
         daemon_trust: daemon::Trust::ThisUser,
         completion: judge::Completion::DaemonMarked,
+        release: None,
         lease_dir: target.lease_dir.resolved.clone(),
         state_home: target.lease_dir.state_home().to_path_buf(),
         recover_timeout: Duration::ZERO,

@@ -412,41 +412,12 @@ fn when(unix_ms: u64, now: u64) -> String {
     } else {
         "due".to_owned()
     };
-    format!("{} ({relative})", utc(unix_ms))
-}
-
-/// A Unix time in milliseconds as a UTC date and time.
-fn utc(unix_ms: u64) -> String {
-    let secs = unix_ms / 1000;
-    let (days, rest) = (secs / 86_400, secs % 86_400);
-    // Howard Hinnant's days-to-civil, for days since 1970-01-01.
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC",
-        rest / 3600,
-        rest / 60 % 60,
-        rest % 60
-    )
+    format!("{} ({relative})", crate::human::utc(unix_ms))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn utc_dates_are_civil() {
-        assert_eq!(utc(0), "1970-01-01 00:00:00 UTC");
-        assert_eq!(utc(1_791_280_003_512), "2026-10-06 09:46:43 UTC");
-        assert_eq!(utc(951_782_400_000), "2000-02-29 00:00:00 UTC");
-    }
 
     #[test]
     fn names_without_a_slash_are_journals_of_the_lease_directory() {
