@@ -13,12 +13,13 @@ use crate::evidence::Judgement;
 use crate::exit::ExitCode;
 use crate::human::span;
 use crate::lease;
+use crate::lease_dir::recovery_lock;
 use crate::lease_dir::{Identity, LeaseDir, LeaseDirFound};
 use crate::log;
 use crate::owner::ProcFs;
 use crate::preflight::Intent;
 use crate::scan::{self, ScanOptions};
-use crate::state::backoff::{self, Backoff, Entry, now_unix_ms};
+use crate::state::backoff::{self, Backoff, Entry, Hold, now_unix_ms};
 use crate::state::{self, Loaded};
 use anyhow::Result;
 use serde::Serialize;
@@ -37,6 +38,9 @@ struct Explained {
     /// The judgement, or why the argument names no journal.
     judged: Result<Judgement, String>,
     backoff: Option<Entry>,
+    /// Set when its `.recovery.lock` is open to group or others, which rch
+    /// refuses: the error a run would give, with the fix.
+    unsafe_lock: Option<String>,
 }
 
 /// What a run started now would do with a journal (SPEC's `next`).
@@ -242,13 +246,27 @@ fn explain(
         .as_ref()
         .and_then(|id| backoff.leases.get(id))
         .cloned();
+    let unsafe_lock = dir
+        .zip(wrapper_id.as_deref())
+        .and_then(|(dir, id)| unsafe_lock(dir, lease_dir, id));
     Explained {
         file,
         path,
         wrapper_id,
         judged,
         backoff,
+        unsafe_lock,
     }
+}
+
+/// What a run would say of lease `id`'s recovery lock in `dir` (at
+/// `lease_dir`): its error when rch would refuse it, else None.
+fn unsafe_lock(dir: &LeaseDir, lease_dir: &Path, id: &str) -> Option<String> {
+    use std::os::fd::AsFd;
+    let mode = recovery_lock::mode_at(dir.as_fd(), id)?;
+    recovery_lock::is_unsafe(mode).then(|| {
+        recovery_lock::unsafe_error(&lease_dir.join(format!("{id}.recovery.lock")), Some(mode))
+    })
 }
 
 #[derive(Serialize)]
@@ -270,6 +288,9 @@ struct JsonJournal<'a> {
     checks: Vec<JsonCheck>,
     backoff: Option<&'a Entry>,
     next: Option<&'static str>,
+    /// Added: the lease's recovery lock is one rch refuses, and the fix.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    recovery_lock: Option<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -311,6 +332,7 @@ fn json(explained: &[Explained], now: u64) -> String {
                 checks,
                 backoff: one.backoff.as_ref(),
                 next: one.next(now).map(Next::as_str),
+                recovery_lock: one.unsafe_lock.as_deref(),
             }
         })
         .collect();
@@ -373,6 +395,9 @@ fn human(explained: &[Explained], now: u64) -> String {
                     entry.build_id,
                     when(shown_next(entry, now), now)
                 );
+                if let Some(hold) = entry.hold {
+                    let _ = writeln!(out, "           {}", held(hold, entry));
+                }
                 if let Some(error) = &entry.last_error {
                     let _ = writeln!(out, "           last error: {error}");
                 }
@@ -390,8 +415,25 @@ fn human(explained: &[Explained], now: u64) -> String {
             Some(Next::BackingOff(until)) => format!("backing_off until {}", when(until, now)),
         };
         let _ = writeln!(out, "  next run {next}");
+        if let Some(error) = &one.unsafe_lock {
+            let _ = writeln!(
+                out,
+                "           deferred, not started, until the lock is fixed: {error}"
+            );
+        }
     }
     out
+}
+
+/// What an entry waiting on rch waits for.
+fn held(hold: Hold, entry: &Entry) -> String {
+    match hold {
+        Hold::Stuck => "stuck: this rch (2.1.17-2.1.33) never completes a build its daemon forgot; it is retried after --backoff-max with no failure counted; upgrade rch to 2.1.34".to_owned(),
+        Hold::DaemonRecordWait => format!(
+            "waiting until {}: rch's daemon has no record of the build, and rch finishes the lease once it is 24h old",
+            crate::human::utc(entry.next_attempt_unix_ms)
+        ),
+    }
 }
 
 /// An entry's next attempt as the next run will save it: no later than
@@ -401,7 +443,7 @@ fn shown_next(entry: &Entry, now: u64) -> u64 {
     backoff::capped(
         entry.next_attempt_unix_ms,
         now,
-        crate::cli::DEFAULT_BACKOFF_MAX_SECS * 1000,
+        backoff::cap_ms(entry, crate::cli::DEFAULT_BACKOFF_MAX_SECS * 1000),
     )
 }
 
