@@ -8,7 +8,7 @@
 //! that label only one user's sweep would be seen.
 
 use crate::fsio;
-use crate::report::Summary;
+use crate::report::{LeaseOutcome, Summary};
 use crate::verdict::SkipReason;
 use std::fmt::Write;
 use std::io::{self, Read};
@@ -182,8 +182,8 @@ fn found(summary: &Summary) -> [Gauge; 6] {
         ),
         Gauge::plain(
             "rch_sweep_backing_off",
-            "Candidates not attempted because an earlier failure's backoff has not expired.",
-            counts.backing_off as f64,
+            "Candidates not attempted because an earlier failure's backoff has not expired (not those waiting on rch: rch_sweep_leases).",
+            failed_backing_off(summary) as f64,
         ),
         Gauge {
             name: "rch_sweep_recoveries",
@@ -196,6 +196,17 @@ fn found(summary: &Summary) -> [Gauge; 6] {
             samples: held,
         },
     ]
+}
+
+/// The candidates backing off for their own failures: a lease that waits
+/// on rch (stuck, or its 24 hours) is counted by `rch_sweep_leases`
+/// instead, so that RchSweepLeasesKeepFailing does not call it failing.
+fn failed_backing_off(summary: &Summary) -> usize {
+    summary
+        .leases
+        .iter()
+        .filter(|line| line.outcome == LeaseOutcome::BackingOff && line.hold().is_none())
+        .count()
 }
 
 /// How the run ended: its exit code, whether it found its lease directory,
@@ -289,6 +300,64 @@ mod tests {
         assert_eq!(last_success_in(text, Path::new("/c/job-leases")), None);
         assert_eq!(last_success_in(text, Path::new("/d/job-leases")), None);
         assert_eq!(last_success_in("garbage", Path::new("/a/job-leases")), None);
+    }
+
+    #[test]
+    fn leases_waiting_on_rch_are_counted_apart_from_those_backing_off() {
+        use crate::exit::ExitCode;
+        use crate::report::{Held, LeaseLine, LineDetail};
+        use crate::state::backoff::Hold;
+        use crate::verdict::Candidate;
+        let line = |outcome, hold| {
+            LeaseLine::new(
+                Candidate {
+                    wrapper_id: "rchw-a".into(),
+                    worker_id: "w".into(),
+                    build_id: 1,
+                    heartbeat_unix_ms: 0,
+                },
+                outcome,
+                LineDetail {
+                    hold,
+                    ..LineDetail::default()
+                },
+            )
+        };
+        let summary = Summary {
+            dry_run: false,
+            lease_dir: "/l/job-leases".into(),
+            lease_dir_present: true,
+            state_file: "/s".into(),
+            now_unix_ms: 0,
+            duration: std::time::Duration::ZERO,
+            scan_duration: std::time::Duration::ZERO,
+            scanned: 4,
+            skipped: [0; SkipReason::ALL.len()],
+            leases: vec![
+                line(LeaseOutcome::Stuck, Some(Hold::Stuck)),
+                line(LeaseOutcome::BackingOff, Some(Hold::Stuck)),
+                line(LeaseOutcome::BackingOff, Some(Hold::DaemonRecordWait)),
+                line(LeaseOutcome::BackingOff, None),
+            ],
+            skipped_list: Vec::new(),
+            exit_code: ExitCode::Success,
+            errors: Vec::new(),
+            daemon: None,
+            held: Held {
+                stuck: 2,
+                waiting: 1,
+            },
+        };
+        let text = render(&summary, UNIX_EPOCH, None);
+        let label = "lease_dir=\"/l/job-leases\"";
+        for sample in [
+            format!("rch_sweep_leases{{{label},state=\"stuck\"}} 2\n"),
+            format!("rch_sweep_leases{{{label},state=\"waiting\"}} 1\n"),
+            format!("rch_sweep_recoveries{{{label},outcome=\"stuck\"}} 1\n"),
+            format!("rch_sweep_backing_off{{{label}}} 1\n"),
+        ] {
+            assert!(text.contains(&sample), "{sample} in {text}");
+        }
     }
 
     #[test]
