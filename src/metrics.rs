@@ -350,12 +350,13 @@ mod tests {
         };
         let text = render(&summary, UNIX_EPOCH, None);
         let label = "lease_dir=\"/l/job-leases\"";
-        for sample in [
-            format!("rch_sweep_leases{{{label},state=\"stuck\"}} 2\n"),
-            format!("rch_sweep_leases{{{label},state=\"waiting\"}} 1\n"),
-            format!("rch_sweep_recoveries{{{label},outcome=\"stuck\"}} 1\n"),
-            format!("rch_sweep_backing_off{{{label}}} 1\n"),
+        for (name, extra, value) in [
+            ("rch_sweep_leases", ",state=\"stuck\"", 2),
+            ("rch_sweep_leases", ",state=\"waiting\"", 1),
+            ("rch_sweep_recoveries", ",outcome=\"stuck\"", 1),
+            ("rch_sweep_backing_off", "", 1),
         ] {
+            let sample = format!("{name}{{{label}{extra}}} {value}\n");
             assert!(text.contains(&sample), "{sample} in {text}");
         }
     }
