@@ -1,6 +1,10 @@
 //! One recovery: read the journal again, refuse if its admission changed,
-//! run `rch jobs recover`, and count success only when the journal read back
-//! shows the delivery and the daemon's receipt.
+//! defer what rch would refuse at once (an unsafe recovery lock, no room
+//! for its rewrite of the journal), run `rch jobs recover`, and count
+//! success only when the journal read back shows the delivery and the
+//! daemon's receipt. A child that exits non-zero has not yet failed its
+//! lease: the journal read back, another's lock, the daemon and rch's own
+//! words ([`crate::rch_says`]) are asked first.
 
 use crate::child::{self, ChildSpec, Ending};
 use crate::daemon;
@@ -562,6 +566,76 @@ fn broken_shim(settings: &Settings, report: &child::ChildReport) -> Option<Attem
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn settings(release: Option<Release>) -> Settings {
+        Settings {
+            rch: "/usr/bin/rch".into(),
+            socket: None,
+            daemon_waits: None,
+            daemon_trust: daemon::Trust::ThisUser,
+            lease_dir: "/l/job-leases".into(),
+            state_home: "/l".into(),
+            completion: judge::Completion::DaemonMarked,
+            release,
+            recover_timeout: Duration::from_secs(300),
+            kill_grace: Duration::from_secs(30),
+        }
+    }
+
+    #[test]
+    fn none_of_rchs_answers_is_charged_and_each_says_what_it_costs_the_run() {
+        let said = |meaning| rch_says::Said {
+            meaning,
+            line: "Error: rch's words".into(),
+        };
+        let settings = settings(Some(Release(2, 1, 30)));
+        let fault = |meaning| match meant(&settings, "rchw-a", &said(meaning), 7) {
+            AttemptOutcome::NotCharged(fault, error) => {
+                assert!(error.contains("(rch: Error: rch's words)"), "{error}");
+                Some(fault)
+            }
+            _ => None,
+        };
+        assert_eq!(fault(Meaning::BusyLock), Some(Fault::Busy));
+        assert_eq!(fault(Meaning::OwnerRefused), Some(Fault::Refused));
+        assert_eq!(fault(Meaning::UnsafeLock), Some(Fault::UnsafeLock));
+        assert_eq!(fault(Meaning::NoSpace), Some(Fault::NoRoom));
+        assert_eq!(fault(Meaning::DaemonTimedOut), Some(Fault::DaemonSlow));
+        for other_leases_go_on in [Fault::Busy, Fault::Refused, Fault::UnsafeLock] {
+            assert!(!other_leases_go_on.stops_starts());
+            assert_eq!(other_leases_go_on.exit_code(), ExitCode::Success);
+        }
+        for host in [Fault::NoRoom, Fault::DaemonSlow] {
+            assert!(host.stops_starts());
+            assert_eq!(host.exit_code(), ExitCode::TempFail);
+        }
+        let AttemptOutcome::NotCharged(_, error) =
+            meant(&settings, "rchw-a", &said(Meaning::UnsafeLock), 7)
+        else {
+            panic!("unsafe lock");
+        };
+        assert!(
+            error.contains("fix: chmod 600 /l/job-leases/rchw-a.recovery.lock"),
+            "{error}"
+        );
+        assert!(matches!(
+            meant(&settings, "rchw-a", &said(Meaning::DaemonRecordWait), 7),
+            AttemptOutcome::Waits {
+                heartbeat_unix_ms: 7,
+                ..
+            }
+        ));
+        let AttemptOutcome::Stuck(error) =
+            meant(&settings, "rchw-a", &said(Meaning::NoTerminalReceipt), 7)
+        else {
+            panic!("stuck");
+        };
+        assert!(
+            error.starts_with("rch 2.1.30 never completes")
+                && error.contains("upgrade rch to 2.1.34"),
+            "{error}"
+        );
+    }
 
     #[test]
     fn running_out_of_threads_processes_or_descriptors_is_the_hosts_fault() {

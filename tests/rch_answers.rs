@@ -164,7 +164,7 @@ fn first_answers(answer: &str) -> (World, i32, Value, [String; 2], Value) {
     let rch = noting_rch(
         &world,
         &format!(
-            "if [ \"$3\" = '{}' ]; then\n{WARNINGS}\necho 'Error: {answer}' >&2\nexit 1\nfi\n\
+            "if [ \"$3\" = '{}' ]; then\n{WARNINGS}\nprintf '%b\\n' 'Error: {answer}' >&2\nexit 1\nfi\n\
              cp '{}/'\"$3.json\" \"$leases/$3.json\"",
             first.id,
             world.path("done").display()
@@ -178,7 +178,8 @@ fn first_answers(answer: &str) -> (World, i32, Value, [String; 2], Value) {
 fn rch_busy_with_another_recovery_or_refusing_the_owner_defers_and_others_go_on() {
     for (answer, words) in [
         (
-            "cannot acquire exclusive job recovery: journal is held by another handle; retry the same wrapper",
+            // Coloured, as rch 2.1.34 colours parts of its errors.
+            "cannot acquire \\033[1mexclusive\\033[0m job recovery: journal is \\033[1mheld\\033[0m by another handle; retry the same wrapper",
             "another process is recovering this lease",
         ),
         (
