@@ -1,5 +1,5 @@
 //! One recovery: read the journal again, refuse if its admission changed,
-//! defer what rch would refuse at once (an unsafe recovery lock, no room
+//! defer what rch would refuse at once (a recovery lock open to others, no room
 //! for its rewrite of the journal), run `rch jobs recover`, and count
 //! success only when the journal read back shows the delivery and the
 //! daemon's receipt. A child that exits non-zero has not yet failed its
@@ -296,12 +296,12 @@ fn attempt(settings: &Settings, candidate: &Candidate, stop: &dyn Fn() -> bool) 
 fn before_start(settings: &Settings, lease_dir: &LeaseDir, id: &str) -> Option<AttemptOutcome> {
     use std::os::fd::AsFd;
     if let Some(mode) = recovery_lock::mode_at(lease_dir.as_fd(), id)
-        && recovery_lock::is_unsafe(mode)
+        && recovery_lock::open_to_others(mode)
     {
         let path = settings.lease_dir.join(format!("{id}.recovery.lock"));
         return Some(AttemptOutcome::NotCharged(
             Fault::UnsafeLock,
-            recovery_lock::unsafe_error(&path, Some(mode)),
+            recovery_lock::open_lock_error(&path, Some(mode)),
         ));
     }
     let (shortage, size) = room::check(lease_dir, id)?;
@@ -391,7 +391,10 @@ fn meant(
             let path = settings.lease_dir.join(format!("{id}.recovery.lock"));
             not_charged(
                 Fault::UnsafeLock,
-                format!("{} (rch: {line})", recovery_lock::unsafe_error(&path, None)),
+                format!(
+                    "{} (rch: {line})",
+                    recovery_lock::open_lock_error(&path, None)
+                ),
             )
         }
         Meaning::NoSpace => not_charged(
@@ -612,7 +615,7 @@ mod tests {
         let AttemptOutcome::NotCharged(_, error) =
             meant(&settings, "rchw-a", &said(Meaning::UnsafeLock), 7)
         else {
-            panic!("unsafe lock");
+            panic!("a lock open to others");
         };
         assert!(
             error.contains("fix: chmod 600 /l/job-leases/rchw-a.recovery.lock"),

@@ -505,7 +505,7 @@ fn journals(target: &Target, args: &RunArgs) -> Finding {
     let counts = journal_counts(&scan, &slots);
     let (mut warnings, mut fixes) = journal_concerns(&scan);
     if let Ok(dir) = &opened {
-        let locks = unsafe_locks(dir, &target.lease_dir.resolved, &scan);
+        let locks = open_locks(dir, &target.lease_dir.resolved, &scan);
         if !locks.is_empty() {
             warnings.push(format!(
                 "{} candidate{} recovery lock{} open to group or others, which rch refuses (a run defers {} and starts no recovery): {}",
@@ -522,7 +522,7 @@ fn journals(target: &Target, args: &RunArgs) -> Finding {
             fixes.push(
                 locks
                     .iter()
-                    .map(|path| recovery_lock::unsafe_fix(path))
+                    .map(|path| recovery_lock::lock_fix(path))
                     .collect::<Vec<_>>()
                     .join("; "),
             );
@@ -533,13 +533,13 @@ fn journals(target: &Target, args: &RunArgs) -> Finding {
 
 /// The recovery locks of `scan`'s candidates that rch refuses (open to
 /// group or others), by path in `lease_dir`.
-fn unsafe_locks(dir: &crate::lease_dir::LeaseDir, lease_dir: &Path, scan: &Scan) -> Vec<PathBuf> {
+fn open_locks(dir: &crate::lease_dir::LeaseDir, lease_dir: &Path, scan: &Scan) -> Vec<PathBuf> {
     use std::os::fd::AsFd;
     scan.candidates
         .iter()
         .filter(|candidate| {
             recovery_lock::mode_at(dir.as_fd(), &candidate.wrapper_id)
-                .is_some_and(recovery_lock::is_unsafe)
+                .is_some_and(recovery_lock::open_to_others)
         })
         .map(|candidate| lease_dir.join(format!("{}.recovery.lock", candidate.wrapper_id)))
         .collect()

@@ -40,7 +40,7 @@ struct Explained {
     backoff: Option<Entry>,
     /// Set when its `.recovery.lock` is open to group or others, which rch
     /// refuses: the error a run would give, with the fix.
-    unsafe_lock: Option<String>,
+    open_lock: Option<String>,
 }
 
 /// What a run started now would do with a journal (SPEC's `next`).
@@ -246,26 +246,26 @@ fn explain(
         .as_ref()
         .and_then(|id| backoff.leases.get(id))
         .cloned();
-    let unsafe_lock = dir
+    let open_lock = dir
         .zip(wrapper_id.as_deref())
-        .and_then(|(dir, id)| unsafe_lock(dir, lease_dir, id));
+        .and_then(|(dir, id)| open_lock(dir, lease_dir, id));
     Explained {
         file,
         path,
         wrapper_id,
         judged,
         backoff,
-        unsafe_lock,
+        open_lock,
     }
 }
 
 /// What a run would say of lease `id`'s recovery lock in `dir` (at
 /// `lease_dir`): its error when rch would refuse it, else None.
-fn unsafe_lock(dir: &LeaseDir, lease_dir: &Path, id: &str) -> Option<String> {
+fn open_lock(dir: &LeaseDir, lease_dir: &Path, id: &str) -> Option<String> {
     use std::os::fd::AsFd;
     let mode = recovery_lock::mode_at(dir.as_fd(), id)?;
-    recovery_lock::is_unsafe(mode).then(|| {
-        recovery_lock::unsafe_error(&lease_dir.join(format!("{id}.recovery.lock")), Some(mode))
+    recovery_lock::open_to_others(mode).then(|| {
+        recovery_lock::open_lock_error(&lease_dir.join(format!("{id}.recovery.lock")), Some(mode))
     })
 }
 
@@ -332,7 +332,7 @@ fn json(explained: &[Explained], now: u64) -> String {
                 checks,
                 backoff: one.backoff.as_ref(),
                 next: one.next(now).map(Next::as_str),
-                recovery_lock: one.unsafe_lock.as_deref(),
+                recovery_lock: one.open_lock.as_deref(),
             }
         })
         .collect();
@@ -415,7 +415,7 @@ fn human(explained: &[Explained], now: u64) -> String {
             Some(Next::BackingOff(until)) => format!("backing_off until {}", when(until, now)),
         };
         let _ = writeln!(out, "  next run {next}");
-        if let Some(error) = &one.unsafe_lock {
+        if let Some(error) = &one.open_lock {
             let _ = writeln!(
                 out,
                 "           deferred, not started, until the lock is fixed: {error}"

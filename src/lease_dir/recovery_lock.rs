@@ -37,8 +37,8 @@ pub fn busy(pid: u32) -> String {
 /// directory `dir`, seen by `fstatat` without following a link: None
 /// when there is no such file or it is not a regular file (rch judges
 /// those itself). rch refuses a lock file open to group or others
-/// ([`is_unsafe`]), so a sweep looks before it starts a child that would
-/// only be refused.
+/// ([`open_to_others`]), so a sweep looks before it starts a child that
+/// would only be refused.
 pub fn mode_at(dir: BorrowedFd<'_>, id: &str) -> Option<u32> {
     let name = CString::new(format!("{id}.recovery.lock")).ok()?;
     let stat = crate::fsio::stat_at_nofollow(dir, &name).ok()?;
@@ -46,26 +46,26 @@ pub fn mode_at(dir: BorrowedFd<'_>, id: &str) -> Option<u32> {
 }
 
 /// Whether rch refuses a recovery lock of `mode`: open to group or others
-/// (`unsafe recovery lock file`, rch 2.1.17 and later).
-pub fn is_unsafe(mode: u32) -> bool {
+/// ([`crate::rch_says::LOCK_OPEN_TO_OTHERS`], rch 2.1.17 and later).
+pub fn open_to_others(mode: u32) -> bool {
     mode & 0o077 != 0
 }
 
-/// The fix for an unsafe lock file at `path`.
-pub fn unsafe_fix(path: &Path) -> String {
+/// The fix for a lock file at `path` open to group or others.
+pub fn lock_fix(path: &Path) -> String {
     format!("chmod 600 {}", path.display())
 }
 
 /// The error of a lease whose recovery lock at `path` rch refuses, with
 /// its `mode` when known, and the fix.
-pub fn unsafe_error(path: &Path, mode: Option<u32>) -> String {
+pub fn open_lock_error(path: &Path, mode: Option<u32>) -> String {
     let mode = mode
         .map(|mode| format!(" (mode {mode:04o})"))
         .unwrap_or_default();
     format!(
-        "rch refuses the recovery lock {}{mode}: it is open to group or others (unsafe recovery lock file); fix: {}",
+        "rch refuses the recovery lock {}{mode}: it is open to group or others; fix: {}",
         path.display(),
-        unsafe_fix(path)
+        lock_fix(path)
     )
 }
 
@@ -76,13 +76,13 @@ mod tests {
     use std::os::unix::fs::PermissionsExt;
 
     #[test]
-    fn a_lock_open_to_group_or_others_is_unsafe() {
-        assert!(!is_unsafe(0o600));
-        assert!(!is_unsafe(0o400));
-        assert!(is_unsafe(0o644));
-        assert!(is_unsafe(0o660));
-        assert!(is_unsafe(0o602));
-        let text = unsafe_error(Path::new("/l/rchw-x.recovery.lock"), Some(0o644));
+    fn a_lock_open_to_group_or_others_open_to_others() {
+        assert!(!open_to_others(0o600));
+        assert!(!open_to_others(0o400));
+        assert!(open_to_others(0o644));
+        assert!(open_to_others(0o660));
+        assert!(open_to_others(0o602));
+        let text = open_lock_error(Path::new("/l/rchw-x.recovery.lock"), Some(0o644));
         assert!(text.contains("(mode 0644)"), "{text}");
         assert!(
             text.ends_with("fix: chmod 600 /l/rchw-x.recovery.lock"),
