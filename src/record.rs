@@ -132,10 +132,15 @@ pub fn attempts(
 /// it; any other error as it is.
 fn waits_until(error: String, backoff: &Backoff, wrapper_id: &str) -> String {
     match backoff.leases.get(wrapper_id) {
-        Some(entry) if entry.hold == Some(Hold::DaemonRecordWait) => format!(
-            "waiting until {}: {error}",
-            crate::human::utc(entry.next_attempt_unix_ms)
-        ),
+        Some(entry)
+            if entry.hold == Some(Hold::DaemonRecordWait)
+                && entry.next_attempt_unix_ms > entry.last_attempt_unix_ms =>
+        {
+            format!(
+                "waiting until {}: {error}",
+                crate::human::utc(entry.next_attempt_unix_ms)
+            )
+        }
         _ => error,
     }
 }

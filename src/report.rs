@@ -350,10 +350,15 @@ impl Summary {
                 "stuck: this rch never completes it, upgrade rch to 2.1.34 ({})",
                 retry(line.failures(), line.next_attempt_unix_ms())
             ),
-            Hold::DaemonRecordWait => format!(
-                "waiting until {}: rch finishes it once the lease is 24h old",
-                utc(line.next_attempt_unix_ms().unwrap_or_default())
-            ),
+            Hold::DaemonRecordWait => match line.next_attempt_unix_ms() {
+                Some(next) if next > self.now_unix_ms => format!(
+                    "waiting until {}: rch finishes it once the lease is 24h old",
+                    utc(next)
+                ),
+                // A heartbeat over a day old that rch still waits for (the
+                // clocks disagree): retried next run, still uncharged.
+                _ => "deferred: rch waits for the lease to be 24h old; retry next run".into(),
+            },
         };
         match (line.outcome, line.hold()) {
             (LeaseOutcome::Stuck | LeaseOutcome::BackingOff, Some(hold))
