@@ -45,6 +45,7 @@ pub mod plan;
 pub mod preflight;
 pub mod proc_locks;
 pub mod rch_cache;
+pub mod rch_says;
 pub mod record;
 pub mod recover;
 pub mod report;

@@ -4,7 +4,8 @@
 
 use crate::daemon;
 use crate::exit::ExitCode;
-use crate::human::span;
+use crate::human::{span, utc};
+use crate::state::backoff::Hold;
 use crate::verdict::{Candidate, SkipReason, Skipped};
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
@@ -21,6 +22,9 @@ pub enum LeaseOutcome {
     Vanished,
     /// A stop signal cut the attempt short; no failure is counted.
     Interrupted,
+    /// rch (2.1.17–2.1.33) never completes this lease: retried after
+    /// `--backoff-max`, no failure counted, until rch is upgraded.
+    Stuck,
     BackingOff,
     Deferred,
     WouldRecover,
@@ -33,6 +37,7 @@ impl LeaseOutcome {
             LeaseOutcome::Failed => "failed",
             LeaseOutcome::Vanished => "vanished",
             LeaseOutcome::Interrupted => "interrupted",
+            LeaseOutcome::Stuck => "stuck",
             LeaseOutcome::BackingOff => "backing_off",
             LeaseOutcome::Deferred => "deferred",
             LeaseOutcome::WouldRecover => "would_recover",
@@ -60,6 +65,11 @@ pub struct LineDetail {
     /// Its backoff entry after this run, when it has one.
     pub failures: Option<u32>,
     pub next_attempt_unix_ms: Option<u64>,
+    /// Why its entry waits, when rch, not its failures, decides it.
+    pub hold: Option<Hold>,
+    /// What an attempt that succeeded wants said (finished by someone
+    /// else).
+    pub note: Option<String>,
 }
 
 impl LeaseLine {
@@ -90,6 +100,26 @@ impl LeaseLine {
             .as_ref()
             .and_then(|detail| detail.next_attempt_unix_ms)
     }
+
+    pub fn hold(&self) -> Option<Hold> {
+        self.detail.as_ref().and_then(|detail| detail.hold)
+    }
+
+    pub fn note(&self) -> Option<&str> {
+        self.detail
+            .as_ref()
+            .and_then(|detail| detail.note.as_deref())
+    }
+}
+
+/// How many of the state's entries wait on rch rather than on their
+/// failures, after the run: `rch_sweep_leases{state}`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Held {
+    /// Never completed by this rch (2.1.17–2.1.33): `stuck`.
+    pub stuck: usize,
+    /// Waiting for rch 2.1.34's 24 hours: `waiting`.
+    pub waiting: usize,
 }
 
 pub struct Summary {
@@ -116,6 +146,8 @@ pub struct Summary {
     pub errors: Vec<String>,
     /// What the run found out about rch's daemon, when it checked it.
     pub daemon: Option<daemon::Report>,
+    /// The state's entries that wait on rch, after the run.
+    pub held: Held,
 }
 
 /// The SPEC's counts; they add up as it says.
@@ -128,6 +160,7 @@ pub struct Counts {
     pub failed: usize,
     pub vanished: usize,
     pub interrupted: usize,
+    pub stuck: usize,
     pub deferred: usize,
     pub would_recover: usize,
 }
@@ -163,12 +196,14 @@ impl Summary {
                 LeaseOutcome::Failed => counts.failed += 1,
                 LeaseOutcome::Vanished => counts.vanished += 1,
                 LeaseOutcome::Interrupted => counts.interrupted += 1,
+                LeaseOutcome::Stuck => counts.stuck += 1,
                 LeaseOutcome::BackingOff => counts.backing_off += 1,
                 LeaseOutcome::Deferred => counts.deferred += 1,
                 LeaseOutcome::WouldRecover => counts.would_recover += 1,
             }
         }
-        counts.attempted = counts.recovered + counts.failed + counts.vanished + counts.interrupted;
+        counts.attempted =
+            counts.recovered + counts.failed + counts.vanished + counts.interrupted + counts.stuck;
         counts
     }
 
@@ -202,6 +237,7 @@ impl Summary {
             failed: counts.failed,
             vanished: counts.vanished,
             interrupted: counts.interrupted,
+            stuck: counts.stuck,
             deferred: counts.deferred,
             would_recover: self.dry_run.then_some(counts.would_recover),
             daemon: self.daemon.as_ref().map(JsonDaemon::from),
@@ -309,7 +345,39 @@ impl Summary {
             }
             _ => String::new(),
         };
+        let held = |hold: Hold| match hold {
+            Hold::Stuck => format!(
+                "stuck: this rch never completes it, upgrade rch to 2.1.34 ({})",
+                retry(line.failures(), line.next_attempt_unix_ms())
+            ),
+            Hold::DaemonRecordWait => match line.next_attempt_unix_ms() {
+                Some(next) if next > self.now_unix_ms => format!(
+                    "waiting until {}: rch finishes it once the lease is 24h old",
+                    utc(next)
+                ),
+                // A heartbeat over a day old that rch still waits for (the
+                // clocks disagree): retried next run, still uncharged.
+                _ => "deferred: rch waits for the lease to be 24h old; retry next run".into(),
+            },
+        };
+        match (line.outcome, line.hold()) {
+            (LeaseOutcome::Stuck | LeaseOutcome::BackingOff, Some(hold))
+            | (LeaseOutcome::Deferred, Some(hold @ Hold::DaemonRecordWait)) => held(hold),
+            (LeaseOutcome::Stuck, None) => "stuck".into(),
+            _ => self.describe_outcome(line, retry),
+        }
+    }
+
+    fn describe_outcome(
+        &self,
+        line: &LeaseLine,
+        retry: impl Fn(Option<u32>, Option<u64>) -> String,
+    ) -> String {
         match line.outcome {
+            LeaseOutcome::Recovered if line.note().is_some() => format!(
+                "recovered in {} (finished by someone else)",
+                seconds(line.duration().unwrap_or_default())
+            ),
             LeaseOutcome::Recovered => format!(
                 "recovered in {}",
                 seconds(line.duration().unwrap_or_default())
@@ -329,6 +397,7 @@ impl Summary {
                 seconds(line.duration().unwrap_or_default())
             ),
             LeaseOutcome::Vanished => "vanished (finished elsewhere)".into(),
+            LeaseOutcome::Stuck => "stuck".into(),
             LeaseOutcome::Deferred => "deferred to the next run".into(),
             LeaseOutcome::WouldRecover => "would recover".into(),
         }
@@ -390,6 +459,13 @@ impl Summary {
                 counts.deferred
             );
         }
+        if counts.stuck > 0 {
+            let _ = write!(
+                line,
+                "; {} stuck (this rch never completes them: upgrade rch to 2.1.34)",
+                counts.stuck
+            );
+        }
         if counts.attempted > 0 {
             let _ = write!(line, "; the run took {}", seconds(self.duration));
         }
@@ -426,6 +502,8 @@ struct JsonSummary<'a> {
     failed: usize,
     vanished: usize,
     interrupted: usize,
+    /// Added after `interrupted` (SPEC: add, don't rename).
+    stuck: usize,
     deferred: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     would_recover: Option<usize>,
@@ -496,6 +574,12 @@ enum JsonLease<'a> {
         failures: Option<u32>,
         #[serde(skip_serializing_if = "Option::is_none")]
         next_attempt_unix_ms: Option<u64>,
+        /// Why its entry waits on rch: `stuck`, `daemon_record_wait`.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        hold: Option<&'static str>,
+        /// Said of a lease that succeeded: finished by someone else.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        note: Option<&'a str>,
     },
     Skipped {
         file: &'a str,
@@ -521,6 +605,8 @@ impl<'a> From<&'a LeaseLine> for JsonLease<'a> {
             error: line.error(),
             failures: line.failures(),
             next_attempt_unix_ms: line.next_attempt_unix_ms(),
+            hold: line.hold().map(Hold::as_str),
+            note: line.note(),
         }
     }
 }
@@ -543,6 +629,7 @@ mod tests {
                 error: (outcome == LeaseOutcome::Failed).then(|| "exit status: 1: boom".to_owned()),
                 failures: (outcome == LeaseOutcome::Failed).then_some(2),
                 next_attempt_unix_ms: (outcome == LeaseOutcome::Failed).then_some(4_800_000),
+                ..LineDetail::default()
             },
         )
     }
@@ -566,6 +653,7 @@ mod tests {
             exit_code: ExitCode::Failed,
             errors: Vec::new(),
             daemon: None,
+            held: Held::default(),
         }
     }
 

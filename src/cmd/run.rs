@@ -521,6 +521,7 @@ fn recover_settings(run: &Run, rch: PathBuf) -> recover::Settings {
         daemon_waits: None,
         daemon_trust: daemon::Trust::ThisUser,
         completion: judge::Completion::DaemonMarked,
+        release: None,
         lease_dir: run.target.lease_dir.resolved.clone(),
         state_home: run.target.lease_dir.state_home().to_path_buf(),
         recover_timeout: Duration::from_secs(run.args.recover_timeout),
@@ -544,6 +545,7 @@ fn summary(run: &Run, scan: Scan, scan_duration: Duration, leases: Vec<LeaseLine
         exit_code: ExitCode::Success,
         errors: Vec::new(),
         daemon: None,
+        held: crate::report::Held::default(),
     }
 }
 
