@@ -837,6 +837,42 @@ mod tests {
     }
 
     #[test]
+    fn an_unmarked_completion_of_rch_before_2_1_17_counts_only_for_such_an_rch() {
+        // rch 2.1.0–2.1.16: delivered, terminal, `finished`, no daemon
+        // handoff, so neither daemon_exit_code nor daemon_record_absent.
+        let before = handoff(0, 11, 102);
+        let mut after = with_recipe(&before, handoff_recipe(102));
+        after.exit_code = Some(102);
+        after.state = LeaseState::Finished;
+        after.terminal_acknowledged = true;
+        assert_eq!(
+            verify_completion(&before, &after, Completion::DeliveryOnly),
+            Ok(())
+        );
+        assert_eq!(
+            verify_completion(&before, &after, Completion::DaemonMarked),
+            Err(NOT_ACKNOWLEDGED)
+        );
+        // The delivery is still checked in full.
+        let mut unfinished = after.clone();
+        unfinished.terminal_acknowledged = false;
+        let mut contradicting = after.clone();
+        contradicting.exit_code = Some(0);
+        for wrong in [unfinished, contradicting, before.clone()] {
+            assert_eq!(
+                verify_completion(&before, &wrong, Completion::DeliveryOnly),
+                Err(NOT_ACKNOWLEDGED)
+            );
+        }
+        let mut other = after;
+        other.wrapper_pid = 12;
+        assert_eq!(
+            verify_completion(&before, &other, Completion::DeliveryOnly),
+            Err(IDENTITY_CHANGED)
+        );
+    }
+
+    #[test]
     fn completion_refuses_a_journal_with_another_identity() {
         let before = handoff(0, 11, 102);
         let complete = completed(&before, 102, json!(130));

@@ -47,6 +47,7 @@ pub mod proc_locks;
 pub mod rch_cache;
 pub mod record;
 pub mod recover;
+pub mod release;
 pub mod report;
 pub mod route;
 pub mod scan;
