@@ -315,7 +315,7 @@ pub fn verify_completion(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::owner::{Namespace, StatSeen};
+    use crate::owner::{Kill, Namespace, StatSeen};
     use crate::stat::FileKind;
     use serde_json::{Value, json};
 
@@ -372,7 +372,7 @@ mod tests {
             recorded: recorded.clone(),
             namespace: Some(Namespace::Own),
             boot_id: Some(BOOT.into()),
-            stat: StatSeen::Absent,
+            stat: StatSeen::Absent(Kill::NoSuchProcess),
             shortage: None,
         };
         match presence {
@@ -385,6 +385,7 @@ mod tests {
                 observation.stat = StatSeen::Seen {
                     pid,
                     state: b'S',
+                    threads: 1,
                     start_ticks,
                 };
             }
@@ -630,7 +631,10 @@ mod tests {
         assert_eq!(texts[3], "build 7 on worker worker1");
         assert_eq!(texts[4], "heartbeat 1h 0m old, stale after 15m 0s");
         assert_eq!(texts[5], "wrapper_pid 4242");
-        assert_eq!(texts[6], "pid 4242 absent from /proc: owner gone");
+        assert_eq!(
+            texts[6],
+            "pid 4242 absent from /proc, and kill(4242, 0) says no such process (ESRCH): owner gone"
+        );
 
         let fresh = judged(lease(NOW - 192_000, 11, owning_recipe()), Presence::Gone);
         let deciding = fresh.deciding().expect("skipped").evidence.to_string();
