@@ -608,7 +608,7 @@ impl World {
     pub fn fake_rch_with(&self, name: &str, spec: &FakeRch<'_>) -> PathBuf {
         let version = spec
             .version
-            .unwrap_or("echo 'rch 0.0.0-fake (rch-sweep tests)'");
+            .unwrap_or("echo 'rch 2.1.34 (fake, rch-sweep tests)'");
         let daemon_status = if spec.daemon {
             format!("exec python3 '{FAKE_RCH}' \"$@\"")
         } else {
