@@ -28,18 +28,18 @@ RCH_SOCKET_PATH, rch's alias RCH_DAEMON_SOCKET names it [default: the socket \
 
 /// The environment variables that stand in for flags. An empty one counts
 /// as unset (SPEC), which clap alone would read as an empty value.
-pub const ENV_VARS: [&str; 6] = [
+pub const ENV_VARS: [&str; 5] = [
     "RCH_SWEEP_LEASE_DIR",
     "RCH_SWEEP_STATE_FILE",
     "RCH_SWEEP_RCH",
     "RCH_SOCKET_PATH",
-    "RCH_DAEMON_SOCKET",
     "RCH_SWEEP_METRICS_FILE",
 ];
 
 /// rch's alias of `RCH_SOCKET_PATH` (rch-lease-format.md §10), which rch
 /// reads only when `RCH_SOCKET_PATH` is unset: `--socket` takes it last,
-/// after the flag and `RCH_SOCKET_PATH` (clap reads one variable a flag).
+/// after the flag and `RCH_SOCKET_PATH` (clap reads one variable a flag),
+/// and an empty one counts as unset.
 pub const SOCKET_ALIAS: &str = "RCH_DAEMON_SOCKET";
 
 /// The command line as clap derives it. Its help, its completion scripts and
