@@ -167,7 +167,7 @@ pub fn summary(facts: &Facts) -> String {
         Err(why) => format!("PID namespace unknown ({why})"),
     };
     let namespace = match facts.nspid {
-        Ok(()) => format!("{namespace}, one NSpid entry"),
+        Ok(()) => format!("{namespace}; one NSpid entry"),
         Err(_) => namespace,
     };
     let space = match &facts.space {
@@ -210,7 +210,7 @@ mod tests {
         assert!(concerns(&facts).is_empty());
         assert_eq!(
             summary(&facts),
-            "the initial PID namespace, one NSpid entry; 71680 MiB and 900,000 inodes free for the state (/home/alice/.local/state/rch/rch-sweep)"
+            "the initial PID namespace; one NSpid entry; 71680 MiB and 900,000 inodes free for the state (/home/alice/.local/state/rch/rch-sweep)"
         );
     }
 
