@@ -169,14 +169,21 @@ impl Asked {
     }
 }
 
-/// The first line of what `rch --version` printed, trimmed; empty for none.
+/// The longest version line kept: rch's is a dozen characters, and the
+/// line goes into every summary.
+const LINE_CHARS: usize = 200;
+
+/// The first line of what `rch --version` printed, trimmed (at most
+/// [`LINE_CHARS`] characters); empty for none.
 pub fn first_line(stdout: &[u8]) -> String {
     let text = String::from_utf8_lossy(stdout);
     text.lines()
         .find(|line| !line.trim().is_empty())
         .unwrap_or("")
         .trim()
-        .to_owned()
+        .chars()
+        .take(LINE_CHARS)
+        .collect()
 }
 
 #[cfg(test)]
@@ -287,6 +294,7 @@ mod tests {
         assert_eq!(first_line(b"\n  rch 2.1.34  \nmore\n"), "rch 2.1.34");
         assert_eq!(first_line(b""), "");
         assert_eq!(first_line(b"rch 2.1.\xff16\n"), "rch 2.1.\u{fffd}16");
+        assert_eq!(first_line("x".repeat(70_000).as_bytes()).len(), 200);
     }
 
     #[test]
