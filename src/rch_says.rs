@@ -9,43 +9,13 @@
 //! ([`crate::child::strip_escapes`]); what each meaning does to a lease is
 //! [`crate::recover`]'s.
 //!
-//! The release is a plain [`Release`]: the `rch --version` the run asked
+//! The release is a [`Version`]: the `rch --version` the run asked
 //! (`None` when it did not, or could not read it). Only one row depends on
 //! it: rch 2.1.17–2.1.33 say "no exact terminal receipt" for a build their
 //! daemon forgot (it never completes), while 2.1.34 says it only for a
 //! reply that does not match, an ordinary failure.
 
-use std::fmt;
-
-/// A release of rch, as `rch --version` names it (`rch 2.1.16`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Release(pub u32, pub u32, pub u32);
-
-impl Release {
-    /// The release named by `rch --version`'s first line (`rch 2.1.34`,
-    /// also with a suffix such as `-fake` or ` (abc123)`); None when it
-    /// names none.
-    pub fn parse(first_line: &str) -> Option<Release> {
-        let word = first_line
-            .split_whitespace()
-            .find(|word| word.starts_with(|c: char| c.is_ascii_digit()))?;
-        let mut parts = word.splitn(3, '.');
-        let major = parts.next()?.parse().ok()?;
-        let minor = parts.next()?.parse().ok()?;
-        let patch_text = parts.next()?;
-        let digits = patch_text
-            .find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(patch_text.len());
-        let patch = patch_text[..digits].parse().ok()?;
-        Some(Release(major, minor, patch))
-    }
-}
-
-impl fmt::Display for Release {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{}.{}", self.0, self.1, self.2)
-    }
-}
+use crate::release::Version;
 
 /// What rch meant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -79,9 +49,9 @@ pub struct Row {
     /// rch's words; any of them matches.
     pub phrases: &'static [&'static str],
     /// The first release that prints them with this meaning.
-    pub first: Release,
+    pub first: Version,
     /// The last one; None: every later release too.
-    pub last: Option<Release>,
+    pub last: Option<Version>,
     /// Whether the row applies when the release is not known. False only
     /// where the same words mean an ordinary failure in another release.
     pub unknown_release: bool,
@@ -90,7 +60,7 @@ pub struct Row {
 
 impl Row {
     /// Whether the row speaks for `release`.
-    fn covers(&self, release: Option<Release>) -> bool {
+    fn covers(&self, release: Option<Version>) -> bool {
         match release {
             None => self.unknown_release,
             Some(release) => release >= self.first && self.last.is_none_or(|last| release <= last),
@@ -108,36 +78,36 @@ pub const TABLE: &[Row] = &[
             "journal is held by another handle",
             "cannot acquire exclusive job recovery",
         ],
-        first: Release(2, 1, 17),
+        first: Version::new(2, 1, 17),
         last: None,
         unknown_release: true,
         meaning: Meaning::BusyLock,
     },
     Row {
         phrases: &[LOCK_OPEN_TO_OTHERS],
-        first: Release(2, 1, 17),
+        first: Version::new(2, 1, 17),
         last: None,
         unknown_release: true,
         meaning: Meaning::UnsafeLock,
     },
     Row {
         phrases: &["original wrapper is still present or unverified"],
-        first: Release(2, 1, 0),
+        first: Version::new(2, 1, 0),
         last: None,
         unknown_release: true,
         meaning: Meaning::OwnerRefused,
     },
     Row {
         phrases: &["acknowledgement waits until the lease is 24h old"],
-        first: Release(2, 1, 34),
+        first: Version::new(2, 1, 34),
         last: None,
         unknown_release: true,
         meaning: Meaning::DaemonRecordWait,
     },
     Row {
         phrases: &["daemon has no exact terminal receipt"],
-        first: Release(2, 1, 17),
-        last: Some(Release(2, 1, 33)),
+        first: Version::new(2, 1, 17),
+        last: Some(Version::new(2, 1, 33)),
         // From 2.1.34 the same words are a reply that does not match: an
         // rch whose release is not known is taken for the newest, as the
         // completion check takes it.
@@ -146,14 +116,14 @@ pub const TABLE: &[Row] = &[
     },
     Row {
         phrases: &["recovery daemon request timed out; completion remains pending"],
-        first: Release(2, 1, 17),
+        first: Version::new(2, 1, 17),
         last: None,
         unknown_release: true,
         meaning: Meaning::DaemonTimedOut,
     },
     Row {
         phrases: &["No space left on device", "Disk quota exceeded"],
-        first: Release(2, 1, 0),
+        first: Version::new(2, 1, 0),
         last: None,
         unknown_release: true,
         meaning: Meaning::NoSpace,
@@ -176,7 +146,7 @@ pub struct Said {
 /// What rch (of `release`, when known) meant by `stderr` (escape sequences
 /// already removed): the first row, in table order, whose phrase one of the
 /// last [`LAST_LINES`] non-empty lines holds, if any.
-pub fn read(stderr: &str, release: Option<Release>) -> Option<Said> {
+pub fn read(stderr: &str, release: Option<Version>) -> Option<Said> {
     let lines: Vec<&str> = stderr
         .lines()
         .map(str::trim)
@@ -201,8 +171,8 @@ pub fn read(stderr: &str, release: Option<Release>) -> Option<Said> {
 mod tests {
     use super::*;
 
-    const NEW: Option<Release> = Some(Release(2, 1, 34));
-    const OLD: Option<Release> = Some(Release(2, 1, 30));
+    const NEW: Option<Version> = Some(Version::new(2, 1, 34));
+    const OLD: Option<Version> = Some(Version::new(2, 1, 30));
 
     /// rch 2.1.34's stderr opens with colour-coded update-check warnings;
     /// the answer is its last line.
@@ -216,10 +186,10 @@ mod tests {
     /// release, its stderr after escapes are taken out, what it means).
     /// A new recording is one more line here (`include_str!` of a file in
     /// tests/data/real-rch-<release>/).
-    const RECORDED: &[(&str, Release, &str, Option<Meaning>)] = &[(
+    const RECORDED: &[(&str, Version, &str, Option<Meaning>)] = &[(
         // rch-lease-format.md §9: a manual `rch jobs recover` held the lock.
         "busy lock, real rch 2.1.34 (§9)",
-        Release(2, 1, 34),
+        Version::new(2, 1, 34),
         "Error: cannot acquire exclusive job recovery: journal is held by another handle; retry the same wrapper\n",
         Some(Meaning::BusyLock),
     )];
@@ -292,18 +262,18 @@ mod tests {
             Some(Meaning::NoTerminalReceipt)
         );
         assert_eq!(
-            read(&stderr, Some(Release(2, 1, 17))).map(|s| s.meaning),
+            read(&stderr, Some(Version::new(2, 1, 17))).map(|s| s.meaning),
             Some(Meaning::NoTerminalReceipt)
         );
         assert_eq!(
-            read(&stderr, Some(Release(2, 1, 33))).map(|s| s.meaning),
+            read(&stderr, Some(Version::new(2, 1, 33))).map(|s| s.meaning),
             Some(Meaning::NoTerminalReceipt)
         );
         // From 2.1.34 an ordinary failure; so for a release not known, and
         // before 2.1.17 (no daemon handoff at all).
         assert_eq!(read(&stderr, NEW), None);
         assert_eq!(read(&stderr, None), None);
-        assert_eq!(read(&stderr, Some(Release(2, 1, 16))), None);
+        assert_eq!(read(&stderr, Some(Version::new(2, 1, 16))), None);
     }
 
     #[test]
@@ -326,15 +296,21 @@ mod tests {
 
     #[test]
     fn releases_are_read_from_the_version_line() {
-        assert_eq!(Release::parse("rch 2.1.16"), Some(Release(2, 1, 16)));
-        assert_eq!(Release::parse("rch 2.1.34-fake"), Some(Release(2, 1, 34)));
         assert_eq!(
-            Release::parse("rch 2.1.30 (abc123 2026-11-01)"),
-            Some(Release(2, 1, 30))
+            crate::release::parse("rch 2.1.16"),
+            Some(Version::new(2, 1, 16))
         );
-        assert_eq!(Release::parse("rch"), None);
-        assert_eq!(Release::parse("rch x.y.z"), None);
-        assert!(Release(2, 1, 9) < Release(2, 1, 17));
-        assert_eq!(Release(2, 1, 34).to_string(), "2.1.34");
+        assert_eq!(
+            crate::release::parse("rch 2.1.34-fake"),
+            Some(Version::new(2, 1, 34))
+        );
+        assert_eq!(
+            crate::release::parse("rch 2.1.30 (abc123 2026-11-01)"),
+            Some(Version::new(2, 1, 30))
+        );
+        assert_eq!(crate::release::parse("rch"), None);
+        assert_eq!(crate::release::parse("rch x.y.z"), None);
+        assert!(Version::new(2, 1, 9) < Version::new(2, 1, 17));
+        assert_eq!(Version::new(2, 1, 34).to_string(), "2.1.34");
     }
 }

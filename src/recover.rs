@@ -12,7 +12,8 @@ use crate::exit::ExitCode;
 use crate::judge;
 use crate::lease::{DurableJobLease, ReadFailure};
 use crate::lease_dir::{LeaseDir, recovery_lock, room};
-use crate::rch_says::{self, Meaning, Release};
+use crate::rch_says::{self, Meaning};
+use crate::release::{self, Version};
 use crate::shortage;
 use crate::state::backoff::now_unix_ms;
 use crate::verdict::Candidate;
@@ -43,12 +44,11 @@ pub struct Settings {
     /// The state home rch finds that directory in as `job-leases`: its
     /// parent, or, for storage moved behind a link, the link's parent.
     pub state_home: PathBuf,
-    /// What a finished recovery leaves in the journal, by the release of
-    /// the `rch` that runs it.
-    pub completion: judge::Completion,
-    /// The release of that `rch`, when the run read it: one of rch's
-    /// answers means another thing before 2.1.34 ([`rch_says`]).
-    pub release: Option<Release>,
+    /// The release of the `rch` that runs the recoveries, when the run read
+    /// it (`rch --version`): what a finished recovery leaves in the journal
+    /// depends on it ([`release::completion`]), and one of rch's answers
+    /// means another thing before 2.1.34 ([`rch_says`]).
+    pub release: Option<Version>,
     /// Handed to the child as `--timeout-secs`.
     pub recover_timeout: Duration,
     /// Slack after the timeout before the child's group is killed.
@@ -274,7 +274,11 @@ fn attempt(settings: &Settings, candidate: &Candidate, stop: &dyn Fn() -> bool) 
         }
         (_, Some(error)) => failed(settings, id, report.pid, error, stop),
         (_, None) => match lease_dir.load(id) {
-            Ok(after) => match judge::verify_completion(&before, &after, settings.completion) {
+            Ok(after) => match judge::verify_completion(
+                &before,
+                &after,
+                release::completion(settings.release),
+            ) {
                 Ok(()) => AttemptOutcome::Recovered,
                 Err(why) => failed(settings, id, report.pid, why.into(), stop),
             },
@@ -333,7 +337,7 @@ fn answered(
         Err(_) => None,
     };
     if let Some(after) = &after {
-        if judge::verify_completion(before, after, settings.completion).is_ok() {
+        if judge::verify_completion(before, after, release::completion(settings.release)).is_ok() {
             return AttemptOutcome::FinishedElsewhere(format!(
                 "finished by someone else (rchd's own recovery task, or an operator) while rch exited non-zero: {error}"
             ));
@@ -570,7 +574,7 @@ fn broken_shim(settings: &Settings, report: &child::ChildReport) -> Option<Attem
 mod tests {
     use super::*;
 
-    fn settings(release: Option<Release>) -> Settings {
+    fn settings(release: Option<Version>) -> Settings {
         Settings {
             rch: "/usr/bin/rch".into(),
             socket: None,
@@ -578,7 +582,6 @@ mod tests {
             daemon_trust: daemon::Trust::ThisUser,
             lease_dir: "/l/job-leases".into(),
             state_home: "/l".into(),
-            completion: judge::Completion::DaemonMarked,
             release,
             recover_timeout: Duration::from_secs(300),
             kill_grace: Duration::from_secs(30),
@@ -591,7 +594,7 @@ mod tests {
             meaning,
             line: "Error: rch's words".into(),
         };
-        let settings = settings(Some(Release(2, 1, 30)));
+        let settings = settings(Some(Version::new(2, 1, 30)));
         let fault = |meaning| match meant(&settings, "rchw-a", &said(meaning), 7) {
             AttemptOutcome::NotCharged(fault, error) => {
                 assert!(error.contains("(rch: Error: rch's words)"), "{error}");

@@ -2,11 +2,11 @@
 //! SPEC's JSON document). Built from plain data after the run; prints nothing
 //! itself.
 
-use crate::daemon;
 use crate::exit::ExitCode;
 use crate::human::{span, utc};
 use crate::state::backoff::Hold;
 use crate::verdict::{Candidate, SkipReason, Skipped};
+use crate::{daemon, release};
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 use std::fmt::Write;
@@ -148,6 +148,8 @@ pub struct Summary {
     pub daemon: Option<daemon::Report>,
     /// The state's entries that wait on rch, after the run.
     pub held: Held,
+    /// Which rch release runs, when the run asked it (`rch --version`).
+    pub rch: Option<release::Asked>,
 }
 
 /// The SPEC's counts; they add up as it says.
@@ -240,6 +242,7 @@ impl Summary {
             stuck: counts.stuck,
             deferred: counts.deferred,
             would_recover: self.dry_run.then_some(counts.would_recover),
+            rch: self.rch.as_ref().map(JsonRch::from),
             daemon: self.daemon.as_ref().map(JsonDaemon::from),
             leases,
             exit_code: self.exit_code.code(),
@@ -276,6 +279,10 @@ impl Summary {
                 }
                 out.push('\n');
             }
+        }
+        if let Some(asked) = &self.rch {
+            out.push_str(&asked.summary_line());
+            out.push('\n');
         }
         if let Some(daemon) = &self.daemon {
             out.push_str(&daemon.line());
@@ -508,11 +515,30 @@ struct JsonSummary<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     would_recover: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    rch: Option<JsonRch<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     daemon: Option<JsonDaemon<'a>>,
     leases: Vec<JsonLease<'a>>,
     exit_code: i32,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<String>,
+}
+
+/// SPEC's `rch` object: the `rch` a real run asked, and the first line of
+/// its `--version`.
+#[derive(Serialize)]
+struct JsonRch<'a> {
+    path: String,
+    version: &'a str,
+}
+
+impl<'a> From<&'a release::Asked> for JsonRch<'a> {
+    fn from(asked: &'a release::Asked) -> Self {
+        JsonRch {
+            path: asked.path.to_string_lossy().into_owned(),
+            version: &asked.line,
+        }
+    }
 }
 
 /// SPEC's `daemon` object: the socket checked, how it was chosen, whether
@@ -654,7 +680,29 @@ mod tests {
             errors: Vec::new(),
             daemon: None,
             held: Held::default(),
+            rch: None,
         }
+    }
+
+    #[test]
+    fn the_rch_object_appears_only_when_rch_was_asked() {
+        let mut s = summary(false, Vec::new());
+        let value: serde_json::Value = serde_json::from_str(&s.json()).expect("json");
+        assert!(value.get("rch").is_none());
+        s.rch = Some(release::Asked {
+            path: "/usr/local/bin/rch".into(),
+            line: "rch 2.1.16".into(),
+        });
+        let value: serde_json::Value = serde_json::from_str(&s.json()).expect("json");
+        assert_eq!(
+            value["rch"],
+            serde_json::json!({"path": "/usr/local/bin/rch", "version": "rch 2.1.16"})
+        );
+        let text = s.human(false);
+        assert!(
+            text.contains("rch: /usr/local/bin/rch says \"rch 2.1.16\": a completion without the daemon's mark counts\n"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -310,11 +310,8 @@ fn rch_waiting_24_hours_for_a_forgotten_build_defers_until_then() {
 }
 
 /// rch 2.1.17–2.1.33 never complete a build their daemon forgot. Which
-/// release runs is read from `rch --version` by the run (branch i40);
-/// until that is merged no release is known here and the same words are
-/// an ordinary failure, as from rch 2.1.34.
+/// release runs is read from `rch --version` by the run.
 #[test]
-#[ignore = "needs the run to read rch --version (branch i40): un-ignore on merge"]
 fn rch_2_1_30_without_a_terminal_receipt_is_stuck_not_charged() {
     let world = World::new();
     let journal = Journal::stale("w1", 3 * HOUR_MS);

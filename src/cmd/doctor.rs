@@ -28,7 +28,7 @@ use crate::preflight::{self, DoctorCheck, Finding, Intent, Status};
 use crate::scan::{self, Scan, ScanOptions};
 use crate::state::backoff::{Backoff, now_unix_ms};
 use crate::verdict::SkipReason;
-use crate::{account, daemon, host, judge, log, recover, route, state};
+use crate::{account, daemon, host, log, recover, release, route, state};
 use anyhow::Result;
 use std::borrow::Borrow;
 use std::ffi::OsStr;
@@ -123,8 +123,9 @@ fn state(target: &Target) -> Finding {
     content
 }
 
-/// `rch` as a run finds it; then what it says of itself, and whether a
-/// timer's and cron's `PATH` find the same one.
+/// `rch` as a run finds it; then what it says of itself (the first line of
+/// `--version`, with a warning for a release with known limits), and
+/// whether a timer's and cron's `PATH` find the same one.
 fn rch(args: &RunArgs) -> Finding {
     let path_var = std::env::var_os("PATH");
     let home = std::env::var_os("HOME");
@@ -169,6 +170,12 @@ fn rch(args: &RunArgs) -> Finding {
             ),
             "install rch 2.1 or later (the one rchd and its wrappers use), or point --rch / RCH_SWEEP_RCH at it",
         );
+    }
+    // What the release that runs is known not to do (rch-lease-format.md
+    // §10): a warning naming the upgrade.
+    if let Some(limit) = release::parse(&version).and_then(release::limit) {
+        warnings.push(limit.finding().to_owned());
+        fixes.push(limit.fix());
     }
     // A path with a slash is the same for any PATH.
     let by_path = explicit.is_none_or(|rch| rch.components().count() == 1 && !rch.is_absolute());
@@ -258,7 +265,7 @@ fn daemon(target: &Target, args: &RunArgs) -> (Finding, Option<PathBuf>) {
         socket: None,
         daemon_waits: None,
         daemon_trust: daemon::Trust::ThisUser,
-        completion: judge::Completion::DaemonMarked,
+        // doctor recovers nothing: no completion or answer is read here.
         release: None,
         lease_dir: target.lease_dir.resolved.clone(),
         state_home: target.lease_dir.state_home().to_path_buf(),
