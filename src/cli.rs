@@ -22,7 +22,8 @@ pub const DEFAULT_BACKOFF_MAX_SECS: u64 = 21_600;
 
 const SOCKET_HELP: &str = "rch's daemon socket: checked (GET /health) before any recovery and \
 handed to every child as RCH_SOCKET_PATH; while no daemon answers there, no lease is charged and \
-the run exits 75 (78 when one answers at another of rch's usual places) [default: the socket \
+the run exits 75 (78 when one answers at another of rch's usual places); without the flag and \
+RCH_SOCKET_PATH, rch's alias RCH_DAEMON_SOCKET names it [default: the socket \
 `rch --json --format json daemon status` names]";
 
 /// The environment variables that stand in for flags. An empty one counts
@@ -34,6 +35,12 @@ pub const ENV_VARS: [&str; 5] = [
     "RCH_SOCKET_PATH",
     "RCH_SWEEP_METRICS_FILE",
 ];
+
+/// rch's alias of `RCH_SOCKET_PATH` (rch-lease-format.md §10), which rch
+/// reads only when `RCH_SOCKET_PATH` is unset: `--socket` takes it last,
+/// after the flag and `RCH_SOCKET_PATH` (clap reads one variable a flag),
+/// and an empty one counts as unset.
+pub const SOCKET_ALIAS: &str = "RCH_DAEMON_SOCKET";
 
 /// The command line as clap derives it. Its help, its completion scripts and
 /// doctor's reading of the arguments are this; [`Cli`] parses through it.
@@ -77,7 +84,14 @@ pub struct Cli {
 }
 
 impl From<Definition> for Cli {
-    fn from(definition: Definition) -> Self {
+    fn from(mut definition: Definition) -> Self {
+        let alias = std::env::var_os(SOCKET_ALIAS).filter(|value| !value.is_empty());
+        definition.run.take_socket_alias(alias.as_deref());
+        match &mut definition.command {
+            Some(Command::Run(run)) => run.take_socket_alias(alias.as_deref()),
+            Some(Command::Doctor(doctor)) => doctor.run.take_socket_alias(alias.as_deref()),
+            _ => {}
+        }
         Cli {
             command: definition.command,
             run: definition.run,
@@ -426,6 +440,14 @@ pub struct RunArgs {
 }
 
 impl RunArgs {
+    /// `--socket` from rch's alias [`SOCKET_ALIAS`] (`alias`, set and not
+    /// empty), when neither the flag nor `RCH_SOCKET_PATH` named one.
+    pub fn take_socket_alias(&mut self, alias: Option<&std::ffi::OsStr>) {
+        if self.socket.is_none() {
+            self.socket = alias.map(PathBuf::from);
+        }
+    }
+
     /// What no single flag's parser can see: a first delay above the cap
     /// would make `--backoff-base` meaningless (every delay is the cap).
     pub fn check_backoff(&self) -> Result<(), String> {

@@ -40,12 +40,13 @@ pub fn default_lease_dir(env: impl Fn(&str) -> Option<OsString>) -> PathBuf {
 
 /// The variables that name a path, each read by some command or by `rch`
 /// under it: the flags' stand-ins and rch's own state homes.
-pub const PATH_VARS: [&str; 7] = [
+pub const PATH_VARS: [&str; 8] = [
     "RCH_SWEEP_LEASE_DIR",
     "RCH_SWEEP_STATE_FILE",
     "RCH_SWEEP_RCH",
     "RCH_SWEEP_METRICS_FILE",
     "RCH_SOCKET_PATH",
+    "RCH_DAEMON_SOCKET",
     "RCH_STATE_HOME",
     "XDG_STATE_HOME",
 ];

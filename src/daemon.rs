@@ -45,6 +45,9 @@ pub enum ChosenBy {
     Option,
     /// `RCH_SOCKET_PATH` in rch-sweep's own environment.
     Environment,
+    /// `RCH_DAEMON_SOCKET`, rch's alias of `RCH_SOCKET_PATH`, when that is
+    /// unset.
+    Alias,
     /// `rch --json --format json daemon status`: as rch resolves it.
     Rch,
 }
@@ -54,7 +57,7 @@ impl ChosenBy {
     pub fn as_str(self) -> &'static str {
         match self {
             ChosenBy::Option => "option",
-            ChosenBy::Environment => "environment",
+            ChosenBy::Environment | ChosenBy::Alias => "environment",
             ChosenBy::Rch => "rch",
         }
     }
@@ -64,6 +67,7 @@ impl ChosenBy {
         match self {
             ChosenBy::Option => "named by --socket",
             ChosenBy::Environment => "named by RCH_SOCKET_PATH",
+            ChosenBy::Alias => "named by RCH_DAEMON_SOCKET, rch's alias of RCH_SOCKET_PATH",
             ChosenBy::Rch => "as rch resolves it",
         }
     }
@@ -253,7 +257,7 @@ fn point_at(other: &Path, chosen_by: ChosenBy, env: &dyn Fn(&str) -> Option<OsSt
         .unwrap_or_default();
     match chosen_by {
         ChosenBy::Option => format!("--socket {}", other.display()),
-        ChosenBy::Environment => format!("{socket} instead"),
+        ChosenBy::Environment | ChosenBy::Alias => format!("{socket} instead"),
         ChosenBy::Rch => format!(
             "set {socket} on the crontab line or in the unit's drop-in (systemctl edit){by_runtime_dir}"
         ),
@@ -340,15 +344,15 @@ impl ChosenBy {
     /// only when this user's.
     pub fn trust(self) -> Trust {
         match self {
-            ChosenBy::Option | ChosenBy::Environment => Trust::Anyone,
+            ChosenBy::Option | ChosenBy::Environment | ChosenBy::Alias => Trust::Anyone,
             ChosenBy::Rch => Trust::ThisUser,
         }
     }
 }
 
-/// Where the run's daemon is: `explicit` (`--socket` or `RCH_SOCKET_PATH`,
-/// taken without asking), else what `rch` says it resolves, asked in the
-/// children's environment `env`.
+/// Where the run's daemon is: `explicit` (`--socket`, `RCH_SOCKET_PATH` or
+/// its alias `RCH_DAEMON_SOCKET`, taken without asking), else what `rch`
+/// says it resolves, asked in the children's environment `env`.
 pub fn which(
     explicit: Option<&Path>,
     rch: &Path,
@@ -356,16 +360,22 @@ pub fn which(
     stop: &dyn Fn() -> bool,
 ) -> Result<(PathBuf, ChosenBy), Unnamed> {
     if let Some(socket) = explicit {
-        let from_env =
-            config::process_env("RCH_SOCKET_PATH").is_some_and(|value| Path::new(&value) == socket);
-        let chosen_by = if from_env {
-            ChosenBy::Environment
-        } else {
-            ChosenBy::Option
-        };
+        let chosen_by = chosen_by(socket, config::process_env);
         return Ok((socket.to_path_buf(), chosen_by));
     }
     ask_rch(rch, env, stop).map(|socket| (socket, ChosenBy::Rch))
+}
+
+/// How a named `socket` was named: by `RCH_SOCKET_PATH` when it holds it,
+/// else by `RCH_DAEMON_SOCKET` when that holds it (rch reads the alias only
+/// without `RCH_SOCKET_PATH`), else by `--socket`.
+pub fn chosen_by(socket: &Path, env: impl Fn(&str) -> Option<OsString>) -> ChosenBy {
+    let holds = |name: &str| env(name).filter(|value| !value.is_empty());
+    match (holds("RCH_SOCKET_PATH"), holds("RCH_DAEMON_SOCKET")) {
+        (Some(value), _) if Path::new(&value) == socket => ChosenBy::Environment,
+        (None, Some(value)) if Path::new(&value) == socket => ChosenBy::Alias,
+        _ => ChosenBy::Option,
+    }
 }
 
 /// Runs `<rch> --json --format json daemon status` as a recovery would run
@@ -377,28 +387,13 @@ pub fn ask_rch(
     env: &[(OsString, OsString)],
     stop: &dyn Fn() -> bool,
 ) -> Result<PathBuf, Unnamed> {
-    let args: Vec<OsString> = ["--json", "--format", "json", "daemon", "status"]
-        .into_iter()
-        .map(OsString::from)
-        .collect();
-    let spec = ChildSpec {
-        program: rch,
-        args: &args,
+    let report = run_rch(
+        rch,
+        &["--json", "--format", "json", "daemon", "status"],
         env,
-    };
-    let report =
-        child::run_capturing(&spec, Capture::Stdout, STATUS_DEADLINE, stop).map_err(|error| {
-            match crate::shortage::what(&error.source) {
-                Some(what) => Unnamed::HostFault(format!(
-                    "the host could not start a recovery ({what}): cannot ask rch for its daemon's socket (`{} --json --format json daemon status`): {error}",
-                    rch.display()
-                )),
-                None => Unnamed::Unstartable(format!(
-                    "`{} --json --format json daemon status` could not be started: {error}",
-                    rch.display()
-                )),
-            }
-        })?;
+        stop,
+        "cannot ask rch for its daemon's socket",
+    )?;
     let no_answer = |why: String| Err(Unnamed::NoAnswer(why));
     match report.ending {
         Ending::Exited(status) if status.success() && report.tail_overflowed => no_answer(format!(
@@ -413,6 +408,63 @@ pub fn ask_rch(
             "did not answer within {}s (killed)",
             STATUS_DEADLINE.as_secs()
         )),
+        Ending::Interrupted => Err(Unnamed::Stopped),
+    }
+}
+
+/// Runs `<rch> <args>` for its answer on stdout, as `daemon status` is run
+/// (the same environment, deadline and process group); `what` says in a
+/// host fault's error what could not be asked. The two ways it cannot be
+/// started are a recovery's child's: the host's shortage (75) or the
+/// install's (78).
+fn run_rch(
+    rch: &Path,
+    args: &[&str],
+    env: &[(OsString, OsString)],
+    stop: &dyn Fn() -> bool,
+    what: &str,
+) -> Result<child::ChildReport, Unnamed> {
+    let args: Vec<OsString> = args.iter().map(OsString::from).collect();
+    let spec = ChildSpec {
+        program: rch,
+        args: &args,
+        env,
+    };
+    let shown = || {
+        let words: Vec<String> = args.iter().map(|a| a.to_string_lossy().into()).collect();
+        format!("{} {}", rch.display(), words.join(" "))
+    };
+    child::run_capturing(&spec, Capture::Stdout, STATUS_DEADLINE, stop).map_err(|error| {
+        match crate::shortage::what(&error.source) {
+            Some(short) => Unnamed::HostFault(format!(
+                "the host could not start a recovery ({short}): {what} (`{}`): {error}",
+                shown()
+            )),
+            None => Unnamed::Unstartable(format!("`{}` could not be started: {error}", shown())),
+        }
+    })
+}
+
+/// The first line `<rch> --version` prints, asked once by a real run with
+/// something due, as `daemon status` is asked ([`run_rch`]): which release
+/// runs decides what its finished recovery leaves ([`crate::release`]). An
+/// `rch` that answers nothing readable (fails, times out, prints nothing)
+/// gives an empty line, which no release is read from.
+pub fn ask_version(
+    rch: &Path,
+    env: &[(OsString, OsString)],
+    stop: &dyn Fn() -> bool,
+) -> Result<String, Unnamed> {
+    let report = run_rch(
+        rch,
+        &["--version"],
+        env,
+        stop,
+        "cannot ask rch for its version",
+    )?;
+    match report.ending {
+        Ending::Exited(status) if status.success() => Ok(crate::release::first_line(&report.tail)),
+        Ending::Exited(_) | Ending::TimedOut => Ok(String::new()),
         Ending::Interrupted => Err(Unnamed::Stopped),
     }
 }
@@ -734,6 +786,55 @@ mod tests {
         ] {
             assert!(message.contains(words), "{message} lacks {words}");
         }
+    }
+
+    #[test]
+    fn rch_daemon_socket_names_the_socket_only_without_rch_socket_path() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(key, _)| *key == name)
+                    .map(|(_, value)| OsString::from(value))
+            }
+        };
+        let socket = Path::new("/a.sock");
+        assert_eq!(
+            chosen_by(socket, env(&[("RCH_DAEMON_SOCKET", "/a.sock")])),
+            ChosenBy::Alias
+        );
+        assert_eq!(
+            chosen_by(
+                socket,
+                env(&[("RCH_DAEMON_SOCKET", "/a.sock"), ("RCH_SOCKET_PATH", "")])
+            ),
+            ChosenBy::Alias
+        );
+        assert_eq!(
+            chosen_by(
+                socket,
+                env(&[
+                    ("RCH_DAEMON_SOCKET", "/a.sock"),
+                    ("RCH_SOCKET_PATH", "/a.sock")
+                ])
+            ),
+            ChosenBy::Environment
+        );
+        // RCH_SOCKET_PATH set elsewhere: the socket came from --socket.
+        assert_eq!(
+            chosen_by(
+                socket,
+                env(&[
+                    ("RCH_DAEMON_SOCKET", "/a.sock"),
+                    ("RCH_SOCKET_PATH", "/b.sock")
+                ])
+            ),
+            ChosenBy::Option
+        );
+        assert_eq!(chosen_by(socket, env(&[])), ChosenBy::Option);
+        assert_eq!(ChosenBy::Alias.as_str(), "environment");
+        assert!(ChosenBy::Alias.how().contains("RCH_DAEMON_SOCKET"));
+        assert_eq!(ChosenBy::Alias.trust(), Trust::Anyone);
     }
 
     #[test]

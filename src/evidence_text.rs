@@ -6,7 +6,8 @@
 use crate::evidence::{Evidence, Recipe};
 use crate::human::{mebibytes, span, thousands};
 use crate::observation::{
-    Invalid, Namespace, Observation, Presence, Process, Recorded, StatSeen, process,
+    Invalid, Kill, Namespace, NsPidSeen, Observation, Presence, Process, Recorded, StatSeen,
+    process,
 };
 use crate::stat::FileKind;
 use std::fmt;
@@ -239,26 +240,50 @@ impl Observation {
             return format!("not judged: a host shortage ({error})");
         }
         let file = format!("/proc/{pid}/stat");
-        let (state, ticks) = match &self.stat {
+        let (state, threads, ticks) = match &self.stat {
             StatSeen::NotRead => {
                 return format!("pid {pid} not looked up: {}", self.judgeable_text());
             }
-            StatSeen::Absent => return format!("pid {pid} absent from /proc: owner gone"),
+            StatSeen::Absent(Kill::NoSuchProcess) => {
+                return format!(
+                    "pid {pid} absent from /proc, and kill({pid}, 0) says no such process (ESRCH): owner gone"
+                );
+            }
+            StatSeen::Absent(Kill::Exists) => {
+                return format!(
+                    "pid {pid} absent from /proc, yet kill({pid}, 0) finds it: /proc hides it (hidepid?), so only ESRCH would prove the owner gone: unverified"
+                );
+            }
+            StatSeen::Absent(Kill::Failed(error)) => {
+                return format!(
+                    "pid {pid} absent from /proc, and kill({pid}, 0) says {error}, not ESRCH: it may be another user's process /proc hides (hidepid), so the owner is unverified"
+                );
+            }
             StatSeen::Unreadable(error) => return format!("{file} unreadable: {error}"),
             StatSeen::Garbled => return format!("{file} does not parse"),
             StatSeen::Seen { pid: seen, .. } if *seen != pid => {
                 return format!("{file} names pid {seen}, not {pid}");
             }
             StatSeen::Seen {
-                state, start_ticks, ..
-            } => (*state, *start_ticks),
+                state,
+                threads,
+                start_ticks,
+                ..
+            } => (*state, *threads, *start_ticks),
         };
         let shown = format!(
             "pid {pid}: {file} state {}, start ticks {ticks}",
             printable_state(state)
         );
         match process(state, ticks) {
-            Process::Zombie => return format!("{shown}: a zombie, owner gone"),
+            Process::Zombie if threads == 1 => {
+                return format!("{shown}: a zombie, its only thread, owner gone");
+            }
+            Process::Zombie => {
+                return format!(
+                    "{shown}: a zombie leader with {threads} threads, whose others may still run: unverified"
+                );
+            }
             Process::OddState => return format!("{shown}: not a state Linux uses"),
             Process::Running(_) => {}
         }
@@ -297,7 +322,7 @@ impl Observation {
         if let Some(error) = &self.shortage {
             return format!("not judged: a host shortage ({error})");
         }
-        match self.namespace {
+        match &self.namespace {
             None => return format!("pid {pid} is above 2147483647: no Linux process has it"),
             Some(Namespace::Foreign { seen: None, .. }) => {
                 return "/proc/self/stat is unreadable: this /proc cannot be trusted".into();
@@ -308,6 +333,23 @@ impl Observation {
             }) => {
                 return format!(
                     "/proc/self/stat shows pid {seen}, not this process's {own}: /proc belongs to another PID namespace"
+                );
+            }
+            Some(Namespace::NsPid { seen, own }) => {
+                let shown = match seen {
+                    NsPidSeen::Unreadable(error) => {
+                        format!("/proc/self/status is unreadable ({error})")
+                    }
+                    NsPidSeen::Missing => {
+                        "/proc/self/status has no NSpid line (a kernel before 4.1)".to_owned()
+                    }
+                    NsPidSeen::Repeated => "/proc/self/status has more than one NSpid line".into(),
+                    NsPidSeen::Entries(entries) => {
+                        format!("/proc/self/status shows NSpid \"{entries}\"")
+                    }
+                };
+                return format!(
+                    "{shown}, not one entry equal to this process's {own}: its identity is unproven (an old kernel or a nested PID namespace), so every owner is unverified, as rch 2.1.22 and later say"
                 );
             }
             Some(Namespace::Own) => {}

@@ -7,6 +7,7 @@
 //! backoff. [`look`] gathers the facts, [`concerns`] judges them (plain
 //! data in, findings out).
 
+use crate::observation::NsPidSeen;
 use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -39,6 +40,10 @@ pub struct Space {
 pub struct Facts {
     /// The inode of `/proc/self/ns/pid`.
     pub pid_ns: Result<u64, String>,
+    /// Whether `/proc/self/status` has one `NSpid` entry equal to our PID,
+    /// without which rch 2.1.22 and later (and rch-sweep) prove no owner
+    /// gone.
+    pub nspid: Result<(), NsPidSeen>,
     pub space: Result<Space, String>,
 }
 
@@ -68,7 +73,12 @@ pub fn look(state_file: &Path) -> Facts {
             existing.display()
         )
     });
-    Facts { pid_ns, space }
+    let nspid = crate::owner::ProcFs::system().own_nspid();
+    Facts {
+        pid_ns,
+        nspid,
+        space,
+    }
 }
 
 fn statvfs(folder: &Path) -> io::Result<Space> {
@@ -98,6 +108,21 @@ pub fn concerns(facts: &Facts) -> Vec<Concern> {
                 "this process runs in a PID namespace other than the initial one (/proc/self/ns/pid is inode {inode}, not {INITIAL_PID_NS}): owners that run outside it look gone, to rch as to rch-sweep"
             ),
             fix: "sweep where rch's wrappers run (on the host, or in the container that runs the builds), not in a PID namespace of its own".to_owned(),
+            fatal: false,
+        });
+    }
+    if let Err(seen) = &facts.nspid {
+        let shown = match seen {
+            NsPidSeen::Unreadable(error) => format!("/proc/self/status is unreadable ({error})"),
+            NsPidSeen::Missing => "/proc/self/status has no NSpid line".to_owned(),
+            NsPidSeen::Repeated => "/proc/self/status has more than one NSpid line".to_owned(),
+            NsPidSeen::Entries(entries) => format!("/proc/self/status shows NSpid \"{entries}\""),
+        };
+        concerns.push(Concern {
+            finding: format!(
+                "{shown}, not one entry equal to this process's PID (an old kernel, before 4.1, or a nested PID namespace): this process's identity is unproven, so every owner is owner_unverified and nothing is recovered, as rch 2.1.22 and later refuse too"
+            ),
+            fix: "sweep on a kernel of 4.1 or later, in the PID namespace /proc was mounted by (on the host, or in the container that runs the builds, with its own /proc)".to_owned(),
             fatal: false,
         });
     }
@@ -141,6 +166,10 @@ pub fn summary(facts: &Facts) -> String {
         Ok(_) => "the initial PID namespace".to_owned(),
         Err(why) => format!("PID namespace unknown ({why})"),
     };
+    let namespace = match facts.nspid {
+        Ok(()) => format!("{namespace}; one NSpid entry"),
+        Err(_) => namespace,
+    };
     let space = match &facts.space {
         Ok(space) if space.inodes == 0 => format!(
             "{} MiB free for the state ({}; the file system counts no inodes)",
@@ -175,12 +204,13 @@ mod tests {
     fn a_healthy_host_has_no_concern() {
         let facts = Facts {
             pid_ns: Ok(INITIAL_PID_NS),
+            nspid: Ok(()),
             space: space(70 << 30, 1_000_000, 900_000),
         };
         assert!(concerns(&facts).is_empty());
         assert_eq!(
             summary(&facts),
-            "the initial PID namespace; 71680 MiB and 900,000 inodes free for the state (/home/alice/.local/state/rch/rch-sweep)"
+            "the initial PID namespace; one NSpid entry; 71680 MiB and 900,000 inodes free for the state (/home/alice/.local/state/rch/rch-sweep)"
         );
     }
 
@@ -188,6 +218,7 @@ mod tests {
     fn another_pid_namespace_is_a_concern() {
         let facts = Facts {
             pid_ns: Ok(4_026_532_500),
+            nspid: Ok(()),
             space: space(70 << 30, 0, 0),
         };
         let found = concerns(&facts);
@@ -201,10 +232,39 @@ mod tests {
     }
 
     #[test]
+    fn no_single_nspid_entry_is_a_warning_that_every_owner_is_unverified() {
+        for (seen, shown) in [
+            (NsPidSeen::Missing, "has no NSpid line"),
+            (NsPidSeen::Repeated, "more than one NSpid line"),
+            (NsPidSeen::Entries("7\t1".into()), "shows NSpid \"7\t1\""),
+            (
+                NsPidSeen::Unreadable("EACCES".into()),
+                "unreadable (EACCES)",
+            ),
+        ] {
+            let facts = Facts {
+                pid_ns: Ok(INITIAL_PID_NS),
+                nspid: Err(seen),
+                space: space(70 << 30, 0, 0),
+            };
+            let found = concerns(&facts);
+            assert_eq!(found.len(), 1, "{found:?}");
+            assert!(found[0].finding.contains(shown), "{found:?}");
+            assert!(
+                found[0].finding.contains("every owner is owner_unverified"),
+                "{found:?}"
+            );
+            assert!(!found[0].fatal, "a warning");
+            assert!(!summary(&facts).contains("NSpid"));
+        }
+    }
+
+    #[test]
     fn too_little_room_or_no_inode_is_a_concern_but_uncounted_inodes_are_not() {
         let at = |free_bytes, inodes, free_inodes| {
             concerns(&Facts {
                 pid_ns: Ok(INITIAL_PID_NS),
+                nspid: Ok(()),
                 space: space(free_bytes, inodes, free_inodes),
             })
         };
@@ -231,6 +291,7 @@ mod tests {
     fn what_cannot_be_looked_at_is_said_but_no_concern() {
         let facts = Facts {
             pid_ns: Err("cannot read /proc/self/ns/pid: gone".into()),
+            nspid: Ok(()),
             space: Err("cannot look at the file system of /x: gone".into()),
         };
         assert!(concerns(&facts).is_empty());
@@ -242,6 +303,7 @@ mod tests {
     fn this_machine_is_looked_at() {
         let facts = look(Path::new("/nonexistent/deeper/backoff.json"));
         assert!(facts.pid_ns.is_ok(), "{facts:?}");
+        assert_eq!(facts.nspid, Ok(()), "this machine's /proc shows one NSpid");
         assert_eq!(facts.space.expect("statvfs of /").folder, Path::new("/"));
     }
 }

@@ -35,9 +35,38 @@ pub fn thousands(n: u64) -> String {
     out
 }
 
+/// A Unix time in milliseconds as a UTC date and time.
+pub fn utc(unix_ms: u64) -> String {
+    let secs = unix_ms / 1000;
+    let (days, rest) = (secs / 86_400, secs % 86_400);
+    // Howard Hinnant's days-to-civil, for days since 1970-01-01.
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC",
+        rest / 3600,
+        rest / 60 % 60,
+        rest % 60
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn utc_dates_are_civil() {
+        assert_eq!(utc(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(utc(1_791_280_003_512), "2026-10-06 09:46:43 UTC");
+        assert_eq!(utc(951_782_400_000), "2000-02-29 00:00:00 UTC");
+    }
 
     #[test]
     fn spans_are_coarse() {

@@ -315,7 +315,7 @@ pub fn verify_completion(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::owner::{Namespace, StatSeen};
+    use crate::owner::{Kill, Namespace, StatSeen};
     use crate::stat::FileKind;
     use serde_json::{Value, json};
 
@@ -372,7 +372,7 @@ mod tests {
             recorded: recorded.clone(),
             namespace: Some(Namespace::Own),
             boot_id: Some(BOOT.into()),
-            stat: StatSeen::Absent,
+            stat: StatSeen::Absent(Kill::NoSuchProcess),
             shortage: None,
         };
         match presence {
@@ -385,6 +385,7 @@ mod tests {
                 observation.stat = StatSeen::Seen {
                     pid,
                     state: b'S',
+                    threads: 1,
                     start_ticks,
                 };
             }
@@ -630,7 +631,10 @@ mod tests {
         assert_eq!(texts[3], "build 7 on worker worker1");
         assert_eq!(texts[4], "heartbeat 1h 0m old, stale after 15m 0s");
         assert_eq!(texts[5], "wrapper_pid 4242");
-        assert_eq!(texts[6], "pid 4242 absent from /proc: owner gone");
+        assert_eq!(
+            texts[6],
+            "pid 4242 absent from /proc, and kill(4242, 0) says no such process (ESRCH): owner gone"
+        );
 
         let fresh = judged(lease(NOW - 192_000, 11, owning_recipe()), Presence::Gone);
         let deciding = fresh.deciding().expect("skipped").evidence.to_string();
@@ -833,6 +837,42 @@ mod tests {
         assert_eq!(
             marked(&before, &with_recipe(&complete, recipe)),
             Err(NOT_ACKNOWLEDGED)
+        );
+    }
+
+    #[test]
+    fn an_unmarked_completion_of_rch_before_2_1_17_counts_only_for_such_an_rch() {
+        // rch 2.1.0–2.1.16: delivered, terminal, `finished`, no daemon
+        // handoff, so neither daemon_exit_code nor daemon_record_absent.
+        let before = handoff(0, 11, 102);
+        let mut after = with_recipe(&before, handoff_recipe(102));
+        after.exit_code = Some(102);
+        after.state = LeaseState::Finished;
+        after.terminal_acknowledged = true;
+        assert_eq!(
+            verify_completion(&before, &after, Completion::DeliveryOnly),
+            Ok(())
+        );
+        assert_eq!(
+            verify_completion(&before, &after, Completion::DaemonMarked),
+            Err(NOT_ACKNOWLEDGED)
+        );
+        // The delivery is still checked in full.
+        let mut unfinished = after.clone();
+        unfinished.terminal_acknowledged = false;
+        let mut contradicting = after.clone();
+        contradicting.exit_code = Some(0);
+        for wrong in [unfinished, contradicting, before.clone()] {
+            assert_eq!(
+                verify_completion(&before, &wrong, Completion::DeliveryOnly),
+                Err(NOT_ACKNOWLEDGED)
+            );
+        }
+        let mut other = after;
+        other.wrapper_pid = 12;
+        assert_eq!(
+            verify_completion(&before, &other, Completion::DeliveryOnly),
+            Err(IDENTITY_CHANGED)
         );
     }
 

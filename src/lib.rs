@@ -3,7 +3,8 @@
 //! The flow is preflight → scan → judge → plan → recover → record → report,
 //! one module a step. Plain data sits at the bottom (`verdict`,
 //! `observation`, `stat`, `evidence`); the decisions over it (`judge`,
-//! `plan`, `exit`, `record`, and the backoff arithmetic of
+//! `plan`, `exit`, `record`, `release` (which rch runs, and what that
+//! release leaves and lacks), and the backoff arithmetic of
 //! `state::backoff`) are functions over plain data; the modules around
 //! them do the I/O: `lease` (rch's journal format and its bounded reader),
 //! `lease_dir` (the directory: found, opened, listed, locked) and `owner`
@@ -45,8 +46,10 @@ pub mod plan;
 pub mod preflight;
 pub mod proc_locks;
 pub mod rch_cache;
+pub mod rch_says;
 pub mod record;
 pub mod recover;
+pub mod release;
 pub mod report;
 pub mod route;
 pub mod scan;

@@ -8,7 +8,7 @@
 //! that label only one user's sweep would be seen.
 
 use crate::fsio;
-use crate::report::Summary;
+use crate::report::{LeaseOutcome, Summary};
 use crate::verdict::SkipReason;
 use std::fmt::Write;
 use std::io::{self, Read};
@@ -18,7 +18,18 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The outcomes `rch_sweep_recoveries` is broken down by (SPEC "Metrics
 /// file"), in that order.
-pub const OUTCOMES: [&str; 5] = ["recovered", "failed", "vanished", "interrupted", "deferred"];
+pub const OUTCOMES: [&str; 6] = [
+    "recovered",
+    "failed",
+    "vanished",
+    "interrupted",
+    "stuck",
+    "deferred",
+];
+
+/// The states `rch_sweep_leases` counts: leases whose entry waits on rch
+/// rather than on their failures.
+pub const HELD_STATES: [&str; 2] = ["stuck", "waiting"];
 
 /// A label value in the text format: backslash, double quote and newline
 /// escaped, nothing else changed.
@@ -124,7 +135,7 @@ fn when(summary: &Summary, now: SystemTime, last_success_unix_ms: Option<u64>) -
 
 /// What the run found: journals, skipped ones by reason, candidates, those
 /// backing off, and the candidates by outcome.
-fn found(summary: &Summary) -> [Gauge; 5] {
+fn found(summary: &Summary) -> [Gauge; 6] {
     let counts = summary.counts();
     let skipped = SkipReason::ALL
         .iter()
@@ -140,8 +151,14 @@ fn found(summary: &Summary) -> [Gauge; 5] {
         counts.failed,
         counts.vanished,
         counts.interrupted,
+        counts.stuck,
         counts.deferred,
     ];
+    let held = HELD_STATES
+        .iter()
+        .zip([summary.held.stuck, summary.held.waiting])
+        .map(|(state, count)| (format!("state=\"{state}\""), count as f64))
+        .collect();
     let recoveries = OUTCOMES
         .iter()
         .zip(by_outcome)
@@ -165,15 +182,31 @@ fn found(summary: &Summary) -> [Gauge; 5] {
         ),
         Gauge::plain(
             "rch_sweep_backing_off",
-            "Candidates not attempted because an earlier failure's backoff has not expired.",
-            counts.backing_off as f64,
+            "Candidates not attempted because an earlier failure's backoff has not expired (not those waiting on rch: rch_sweep_leases).",
+            failed_backing_off(summary) as f64,
         ),
         Gauge {
             name: "rch_sweep_recoveries",
             help: "Candidates of the last run by outcome.",
             samples: recoveries,
         },
+        Gauge {
+            name: "rch_sweep_leases",
+            help: "Leases waiting on rch, not on their own failures: stuck (this rch never completes them; upgrade rch to 2.1.34), waiting (rch finishes them once 24h old).",
+            samples: held,
+        },
     ]
+}
+
+/// The candidates backing off for their own failures: a lease that waits
+/// on rch (stuck, or its 24 hours) is counted by `rch_sweep_leases`
+/// instead, so that RchSweepLeasesKeepFailing does not call it failing.
+fn failed_backing_off(summary: &Summary) -> usize {
+    summary
+        .leases
+        .iter()
+        .filter(|line| line.outcome == LeaseOutcome::BackingOff && line.hold().is_none())
+        .count()
 }
 
 /// How the run ended: its exit code, whether it found its lease directory,
@@ -267,6 +300,65 @@ mod tests {
         assert_eq!(last_success_in(text, Path::new("/c/job-leases")), None);
         assert_eq!(last_success_in(text, Path::new("/d/job-leases")), None);
         assert_eq!(last_success_in("garbage", Path::new("/a/job-leases")), None);
+    }
+
+    #[test]
+    fn leases_waiting_on_rch_are_counted_apart_from_those_backing_off() {
+        use crate::exit::ExitCode;
+        use crate::report::{Held, LeaseLine, LineDetail};
+        use crate::state::backoff::Hold;
+        use crate::verdict::Candidate;
+        let line = |outcome, hold| {
+            LeaseLine::new(
+                Candidate {
+                    wrapper_id: "rchw-a".into(),
+                    worker_id: "w".into(),
+                    build_id: 1,
+                    heartbeat_unix_ms: 0,
+                },
+                outcome,
+                LineDetail {
+                    hold,
+                    ..LineDetail::default()
+                },
+            )
+        };
+        let summary = Summary {
+            dry_run: false,
+            lease_dir: "/l/job-leases".into(),
+            lease_dir_present: true,
+            state_file: "/s".into(),
+            now_unix_ms: 0,
+            duration: std::time::Duration::ZERO,
+            scan_duration: std::time::Duration::ZERO,
+            scanned: 4,
+            skipped: [0; SkipReason::ALL.len()],
+            leases: vec![
+                line(LeaseOutcome::Stuck, Some(Hold::Stuck)),
+                line(LeaseOutcome::BackingOff, Some(Hold::Stuck)),
+                line(LeaseOutcome::BackingOff, Some(Hold::DaemonRecordWait)),
+                line(LeaseOutcome::BackingOff, None),
+            ],
+            skipped_list: Vec::new(),
+            exit_code: ExitCode::Success,
+            errors: Vec::new(),
+            daemon: None,
+            held: Held {
+                stuck: 2,
+                waiting: 1,
+            },
+        };
+        let text = render(&summary, UNIX_EPOCH, None);
+        let label = "lease_dir=\"/l/job-leases\"";
+        for (name, extra, value) in [
+            ("rch_sweep_leases", ",state=\"stuck\"", 2),
+            ("rch_sweep_leases", ",state=\"waiting\"", 1),
+            ("rch_sweep_recoveries", ",outcome=\"stuck\"", 1),
+            ("rch_sweep_backing_off", "", 1),
+        ] {
+            let sample = format!("{name}{{{label}{extra}}} {value}\n");
+            assert!(text.contains(&sample), "{sample} in {text}");
+        }
     }
 
     #[test]

@@ -40,13 +40,46 @@ pub enum Invalid {
     HalfLegacy,
 }
 
-/// Whether `/proc` is this process's own view, from `/proc/self/stat`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Whether `/proc` is this process's own view, as rch-common 2.1.34 proves
+/// it: `/proc/self/stat` shows our own PID, and `/proc/self/status` has
+/// exactly one `NSpid` entry, equal to it (a `/proc` mounted by a parent
+/// PID namespace can show the same number for another process).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Namespace {
-    /// `/proc/self/stat` shows our own PID.
+    /// Both show our own PID, at one level.
     Own,
-    /// It shows `seen` (None: unreadable), not our `own` PID.
+    /// `/proc/self/stat` shows `seen` (None: unreadable), not our `own` PID.
     Foreign { seen: Option<u32>, own: u32 },
+    /// `/proc/self/stat` shows our PID, but `NSpid` does not prove it.
+    NsPid { seen: NsPidSeen, own: u32 },
+}
+
+/// What `/proc/self/status` showed instead of one `NSpid` entry equal to
+/// our PID.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NsPidSeen {
+    /// The file could not be read: the error.
+    Unreadable(String),
+    /// No `NSpid` line (a kernel before 4.1).
+    Missing,
+    /// More than one `NSpid` line.
+    Repeated,
+    /// The one line's entries, as written: several (a nested PID
+    /// namespace), none, another number, or not a decimal number.
+    Entries(String),
+}
+
+/// What `kill(pid, 0)` said of a PID whose `/proc/<pid>/stat` is missing:
+/// only the kernel's "no such process" proves the owner gone, since a
+/// `/proc` mounted with `hidepid` hides other users' live processes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Kill {
+    /// `ESRCH`: no such process.
+    NoSuchProcess,
+    /// It succeeded: the process exists.
+    Exists,
+    /// Another error (`EPERM`: it exists, and is another user's).
+    Failed(String),
 }
 
 /// What `/proc/<pid>/stat` showed.
@@ -54,8 +87,8 @@ pub enum Namespace {
 pub enum StatSeen {
     /// Not read: an earlier fact already left presence unverified.
     NotRead,
-    /// No such file: no such process.
-    Absent,
+    /// No such file, and what `kill(pid, 0)` said then.
+    Absent(Kill),
     /// Another error reading it.
     Unreadable(String),
     /// Read, but not in the `pid (comm) state ...` shape.
@@ -65,6 +98,9 @@ pub enum StatSeen {
         pid: u32,
         /// The state letter (`S`, `R`, `Z`, ...).
         state: u8,
+        /// Field 20, `num_threads` (at least 1): a zombie leader whose
+        /// other threads still run is not gone.
+        threads: u32,
         /// Field 22, the start time in clock ticks after boot.
         start_ticks: u64,
     },
@@ -105,9 +141,12 @@ pub fn process(state: u8, start_ticks: u64) -> Process {
 }
 
 impl Observation {
-    /// The owner's presence, judged from the facts alone (rch's
-    /// `owner_presence`): a missing PID proves the owner gone whatever was
-    /// recorded, but only once our own `/proc` and the boot id were read.
+    /// The owner's presence, judged from the facts alone (rch-common
+    /// 2.1.34's `owner_presence`): a missing PID proves the owner gone
+    /// whatever was recorded, but only once our own `/proc` (`NSpid`
+    /// included) and the boot id were read, and only when `kill(pid, 0)`
+    /// says no such process; a zombie or dead leader is gone only when it
+    /// was the process's one thread.
     pub fn presence(&self) -> Presence {
         if self.shortage.is_some() || self.namespace != Some(Namespace::Own) {
             return Presence::Unverified;
@@ -116,12 +155,17 @@ impl Observation {
             return Presence::Unverified;
         };
         let ticks = match &self.stat {
-            StatSeen::Absent => return Presence::Gone,
+            StatSeen::Absent(Kill::NoSuchProcess) => return Presence::Gone,
+            StatSeen::Absent(Kill::Exists | Kill::Failed(_)) => return Presence::Unverified,
             StatSeen::Seen { pid, .. } if *pid != self.pid => return Presence::Unverified,
             StatSeen::Seen {
-                state, start_ticks, ..
+                state,
+                start_ticks,
+                threads,
+                ..
             } => match process(*state, *start_ticks) {
-                Process::Zombie => return Presence::Gone,
+                Process::Zombie if *threads == 1 => return Presence::Gone,
+                Process::Zombie => return Presence::Unverified,
                 Process::Running(ticks) => ticks,
                 Process::OddState => return Presence::Unverified,
             },
@@ -153,7 +197,7 @@ mod tests {
             recorded: Recorded::None,
             namespace: Some(Namespace::Own),
             boot_id: Some("3f1c2a9e-5b7d-4e2a-9c1f-0a1b2c3d4e5f".into()),
-            stat: StatSeen::Absent,
+            stat: StatSeen::Absent(Kill::NoSuchProcess),
             shortage: None,
         };
         assert_eq!(observation.presence(), Presence::Gone);

@@ -7,9 +7,9 @@
 use crate::exit::ExitCode;
 use crate::log;
 use crate::recover::{self, Attempt, Fault};
-use crate::report::{LeaseLine, LeaseOutcome, LineDetail, Summary};
+use crate::report::{Held, LeaseLine, LeaseOutcome, LineDetail, Summary};
 use crate::signals;
-use crate::state::backoff::Backoff;
+use crate::state::backoff::{Backoff, Hold};
 use crate::verdict::Candidate;
 use std::time::Duration;
 
@@ -48,6 +48,30 @@ pub fn attempts(
                 backoff.forget(&candidate.wrapper_id);
                 (LeaseOutcome::Recovered, None)
             }
+            recover::AttemptOutcome::FinishedElsewhere(note) => {
+                backoff.forget(&candidate.wrapper_id);
+                log::info(format!(
+                    "{} on {}: {note}",
+                    candidate.wrapper_id, candidate.worker_id
+                ));
+                (LeaseOutcome::Recovered, Some(note))
+            }
+            recover::AttemptOutcome::Waits {
+                heartbeat_unix_ms,
+                error,
+            } => {
+                backoff.record_wait(&candidate, heartbeat_unix_ms, &error, ended);
+                let error = waits_until(error, backoff, &candidate.wrapper_id);
+                (LeaseOutcome::Deferred, Some(error))
+            }
+            recover::AttemptOutcome::Stuck(error) => {
+                backoff.record_stuck(&candidate, &error, ended, policy.max_ms);
+                log::warn(format!(
+                    "recovery of {} on {} is stuck: {error}",
+                    candidate.wrapper_id, candidate.worker_id
+                ));
+                (LeaseOutcome::Stuck, Some(error))
+            }
             recover::AttemptOutcome::Vanished => {
                 backoff.forget(&candidate.wrapper_id);
                 (LeaseOutcome::Vanished, None)
@@ -78,6 +102,9 @@ pub fn attempts(
                         .map(|message| (daemon.exit_code(), message)),
                     _ => run_message(fault, &error).map(|message| (fault.exit_code(), message)),
                 };
+                if fault == Fault::UnsafeLock {
+                    log::warn(format!("{}: {error}", candidate.wrapper_id));
+                }
                 if let Some((code, message)) = run_error {
                     if !summary.errors.contains(&message) {
                         log::error(&message);
@@ -95,6 +122,27 @@ pub fn attempts(
         summary.exit_code = ExitCode::Signal(signal);
     }
     summary.leases = leases;
+    summary.held = Held {
+        stuck: backoff.held(Hold::Stuck),
+        waiting: backoff.held(Hold::DaemonRecordWait),
+    };
+}
+
+/// A 24-hour wait's error with the time it ends, as the entry now holds
+/// it; any other error as it is.
+fn waits_until(error: String, backoff: &Backoff, wrapper_id: &str) -> String {
+    match backoff.leases.get(wrapper_id) {
+        Some(entry)
+            if entry.hold == Some(Hold::DaemonRecordWait)
+                && entry.next_attempt_unix_ms > entry.last_attempt_unix_ms =>
+        {
+            format!(
+                "waiting until {}: {error}",
+                crate::human::utc(entry.next_attempt_unix_ms)
+            )
+        }
+        _ => error,
+    }
 }
 
 /// What a fault says about the whole run (stderr, and the summary's
@@ -102,7 +150,7 @@ pub fn attempts(
 /// concerns only its lease.
 fn run_message(fault: Fault, error: &str) -> Option<String> {
     let fix = match fault {
-        Fault::Busy => return None,
+        Fault::Busy | Fault::Refused | Fault::UnsafeLock => return None,
         Fault::Config => {
             "Fix the rch install (or --rch / RCH_SWEEP_RCH); rch-sweep doctor checks it"
         }
@@ -111,6 +159,12 @@ fn run_message(fault: Fault, error: &str) -> Option<String> {
         }
         Fault::DaemonDown => {
             "start rch's daemon (systemctl --user start rchd, or rch daemon start)"
+        }
+        Fault::NoRoom => {
+            "Free space (or inodes, or raise this user's quota) on that file system; the next run retries"
+        }
+        Fault::DaemonSlow => {
+            "rch's daemon answered too slowly: check it (journalctl --user -u rchd); the next run retries"
         }
         Fault::LeaseDir => {
             "Make it writable for the user rch's wrappers run as (remount it read-write, or run the sweep as that user); rch-sweep doctor checks it"
@@ -152,11 +206,19 @@ pub fn line(
     backoff: &Backoff,
 ) -> LeaseLine {
     let entry = backoff.leases.get(&candidate.wrapper_id);
+    // A lease that succeeded has no error: what it says is a note.
+    let (error, note) = if outcome == LeaseOutcome::Recovered {
+        (None, error)
+    } else {
+        (error, None)
+    };
     let detail = LineDetail {
         duration,
         error,
         failures: entry.map(|entry| entry.failures),
         next_attempt_unix_ms: entry.map(|entry| entry.next_attempt_unix_ms),
+        hold: entry.and_then(|entry| entry.hold),
+        note,
     };
     LeaseLine::new(candidate, outcome, detail)
 }

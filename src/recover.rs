@@ -1,13 +1,19 @@
 //! One recovery: read the journal again, refuse if its admission changed,
-//! run `rch jobs recover`, and count success only when the journal read back
-//! shows the delivery and the daemon's receipt.
+//! defer what rch would refuse at once (a recovery lock open to others, no room
+//! for its rewrite of the journal), run `rch jobs recover`, and count
+//! success only when the journal read back shows the delivery and the
+//! daemon's receipt. A child that exits non-zero has not yet failed its
+//! lease: the journal read back, another's lock, the daemon and rch's own
+//! words ([`crate::rch_says`]) are asked first.
 
 use crate::child::{self, ChildSpec, Ending};
 use crate::daemon;
 use crate::exit::ExitCode;
 use crate::judge;
 use crate::lease::{DurableJobLease, ReadFailure};
-use crate::lease_dir::{LeaseDir, recovery_lock};
+use crate::lease_dir::{LeaseDir, recovery_lock, room};
+use crate::rch_says::{self, Meaning};
+use crate::release::{self, Version};
 use crate::shortage;
 use crate::state::backoff::now_unix_ms;
 use crate::verdict::Candidate;
@@ -38,9 +44,11 @@ pub struct Settings {
     /// The state home rch finds that directory in as `job-leases`: its
     /// parent, or, for storage moved behind a link, the link's parent.
     pub state_home: PathBuf,
-    /// What a finished recovery leaves in the journal, by the release of
-    /// the `rch` that runs it.
-    pub completion: judge::Completion,
+    /// The release of the `rch` that runs the recoveries, when the run read
+    /// it (`rch --version`): what a finished recovery leaves in the journal
+    /// depends on it ([`release::completion`]), and one of rch's answers
+    /// means another thing before 2.1.34 ([`rch_says`]).
+    pub release: Option<Version>,
     /// Handed to the child as `--timeout-secs`.
     pub recover_timeout: Duration,
     /// Slack after the timeout before the child's group is killed.
@@ -52,12 +60,27 @@ pub struct Settings {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum AttemptOutcome {
     Recovered,
+    /// The child failed, but the journal read back shows the lease
+    /// finished, by someone else (rchd's own recovery task, an operator):
+    /// recovered, and the text says so.
+    FinishedElsewhere(String),
     /// The journal disappeared or became terminal before the start: someone
     /// else finished it. Not a failure.
     Vanished,
     Failed(String),
     /// Cut short by a signal: the error says what was happening.
     Interrupted(String),
+    /// rch 2.1.34's daemon has no record of the build, and rch finishes
+    /// such a lease only once it is 24 hours old: deferred, not charged,
+    /// the next attempt then (from the lease's heartbeat).
+    Waits {
+        heartbeat_unix_ms: u64,
+        error: String,
+    },
+    /// An rch that never completes this lease (2.1.17–2.1.33, a build its
+    /// daemon forgot): not charged, retried after `--backoff-max`, shown as
+    /// `stuck` until rch is upgraded.
+    Stuck(String),
     /// It did not succeed, but not through the lease's own fault: the entry
     /// stays exactly as it was and the lease is reported `deferred` with
     /// the error. What the fault means for the rest of the run (further
@@ -88,20 +111,34 @@ pub enum Fault {
     /// rch could not rewrite a journal in the lease directory (a read-only
     /// mount, or not writable by this user): 74, no child started.
     LeaseDir,
+    /// rch refused for now what it will do later: its owner check cannot
+    /// yet prove the wrapper gone. Other leases go on.
+    Refused,
+    /// The lease's `.recovery.lock` is open to group or others, which rch
+    /// refuses: the fix is the operator's (`chmod 600`). Other leases go on.
+    UnsafeLock,
+    /// The lease directory's file system has no room for rch's rewrite of
+    /// a journal (or rch met ENOSPC / EDQUOT): 75, no further start.
+    NoRoom,
+    /// rch reached its daemon too slowly at the final handoff: a daemon
+    /// fault, like one that is down. 75, no further start.
+    DaemonSlow,
 }
 
 impl Fault {
     /// Whether the run starts no further child after it.
     pub fn stops_starts(self) -> bool {
-        !matches!(self, Fault::Busy)
+        !matches!(self, Fault::Busy | Fault::Refused | Fault::UnsafeLock)
     }
 
     /// What it adds to the run's exit code.
     pub fn exit_code(self) -> ExitCode {
         match self {
             Fault::Config => ExitCode::Config,
-            Fault::Host | Fault::DaemonDown => ExitCode::TempFail,
-            Fault::Busy => ExitCode::Success,
+            Fault::Host | Fault::DaemonDown | Fault::NoRoom | Fault::DaemonSlow => {
+                ExitCode::TempFail
+            }
+            Fault::Busy | Fault::Refused | Fault::UnsafeLock => ExitCode::Success,
             Fault::LeaseDir => ExitCode::Io,
         }
     }
@@ -198,6 +235,9 @@ fn attempt(settings: &Settings, candidate: &Candidate, stop: &dyn Fn() -> bool) 
     if let Some(pid) = recovery_lock::holder(&settings.lease_dir, id, None) {
         return AttemptOutcome::NotCharged(Fault::Busy, recovery_lock::busy(pid));
     }
+    if let Some(refused) = before_start(settings, &lease_dir, id) {
+        return refused;
+    }
     if stop() {
         return AttemptOutcome::Interrupted(
             "interrupted before the recovery client was started".into(),
@@ -229,9 +269,16 @@ fn attempt(settings: &Settings, candidate: &Candidate, stop: &dyn Fn() -> bool) 
         (Ending::Interrupted, error) => {
             AttemptOutcome::Interrupted(error.unwrap_or_else(|| "interrupted".into()))
         }
+        (Ending::Exited(status), Some(error)) if status.code().is_some() => {
+            answered(settings, &lease_dir, &before, id, &report, error, stop)
+        }
         (_, Some(error)) => failed(settings, id, report.pid, error, stop),
         (_, None) => match lease_dir.load(id) {
-            Ok(after) => match judge::verify_completion(&before, &after, settings.completion) {
+            Ok(after) => match judge::verify_completion(
+                &before,
+                &after,
+                release::completion(settings.release),
+            ) {
                 Ok(()) => AttemptOutcome::Recovered,
                 Err(why) => failed(settings, id, report.pid, why.into(), stop),
             },
@@ -243,6 +290,130 @@ fn attempt(settings: &Settings, candidate: &Candidate, stop: &dyn Fn() -> bool) 
                 stop,
             ),
         },
+    }
+}
+
+/// What would make rch refuse the start at once, looked at before it:
+/// a recovery lock open to group or others (rch refuses it), and a file
+/// system without room for rch's rewrite of the journal (SPEC "rch's
+/// answers are read, not counted", 2 and 3). Neither is the lease's.
+fn before_start(settings: &Settings, lease_dir: &LeaseDir, id: &str) -> Option<AttemptOutcome> {
+    use std::os::fd::AsFd;
+    if let Some(mode) = recovery_lock::mode_at(lease_dir.as_fd(), id)
+        && recovery_lock::open_to_others(mode)
+    {
+        let path = settings.lease_dir.join(format!("{id}.recovery.lock"));
+        return Some(AttemptOutcome::NotCharged(
+            Fault::UnsafeLock,
+            recovery_lock::open_lock_error(&path, Some(mode)),
+        ));
+    }
+    let (shortage, size) = room::check(lease_dir, id)?;
+    let shown = settings.lease_dir.display().to_string();
+    Some(AttemptOutcome::NotCharged(
+        Fault::NoRoom,
+        shortage.error(&shown, size),
+    ))
+}
+
+/// A child that exited non-zero (not 2, 126 or 127: those are a broken
+/// install) has not yet failed its lease. In order: the journal read back
+/// (finished by someone else: recovered; gone or terminal: vanished);
+/// another process's recovery lock and rch's daemon, as for any failure;
+/// then rch's own words ([`rch_says`]). Only what none of them explains is
+/// the lease's failure.
+fn answered(
+    settings: &Settings,
+    lease_dir: &LeaseDir,
+    before: &DurableJobLease,
+    id: &str,
+    report: &child::ChildReport,
+    error: String,
+    stop: &dyn Fn() -> bool,
+) -> AttemptOutcome {
+    let after = match lease_dir.load(id) {
+        Err(ReadFailure::Missing) => return AttemptOutcome::Vanished,
+        Ok(after) => Some(after),
+        Err(_) => None,
+    };
+    if let Some(after) = &after {
+        if judge::verify_completion(before, after, release::completion(settings.release)).is_ok() {
+            return AttemptOutcome::FinishedElsewhere(format!(
+                "finished by someone else (rchd's own recovery task, or an operator) while rch exited non-zero: {error}"
+            ));
+        }
+        if after.terminal_acknowledged {
+            return AttemptOutcome::Vanished;
+        }
+    }
+    if let Some(outcome) = failure_not_its_own(settings, id, report.pid, &error, stop) {
+        return outcome;
+    }
+    let stderr = child::strip_escapes(&String::from_utf8_lossy(&report.tail)).into_owned();
+    let Some(said) = rch_says::read(&stderr, settings.release) else {
+        return AttemptOutcome::Failed(error);
+    };
+    let heartbeat = after.as_ref().unwrap_or(before).heartbeat_unix_ms;
+    meant(settings, id, &said, heartbeat)
+}
+
+/// What rch's answer `said` means for the lease `id` (whose heartbeat is
+/// `heartbeat_unix_ms`): none of it is charged.
+fn meant(
+    settings: &Settings,
+    id: &str,
+    said: &rch_says::Said,
+    heartbeat_unix_ms: u64,
+) -> AttemptOutcome {
+    let line = &said.line;
+    let not_charged = |fault, text: String| AttemptOutcome::NotCharged(fault, text);
+    match said.meaning {
+        Meaning::BusyLock => not_charged(
+            Fault::Busy,
+            format!("another process is recovering this lease (rch: {line})"),
+        ),
+        Meaning::OwnerRefused => not_charged(
+            Fault::Refused,
+            format!(
+                "rch's owner check cannot prove the wrapper gone yet; retried next run (rch: {line})"
+            ),
+        ),
+        Meaning::DaemonRecordWait => AttemptOutcome::Waits {
+            heartbeat_unix_ms,
+            error: format!(
+                "rch's daemon has no record of the build; rch finishes the lease once it is 24h old (rch: {line})"
+            ),
+        },
+        Meaning::NoTerminalReceipt => AttemptOutcome::Stuck(format!(
+            "rch{} never completes a build its daemon no longer knows; upgrade rch to 2.1.34, which finishes it once the lease is 24h old (rch: {line})",
+            settings
+                .release
+                .map(|release| format!(" {release}"))
+                .unwrap_or_default()
+        )),
+        Meaning::UnsafeLock => {
+            let path = settings.lease_dir.join(format!("{id}.recovery.lock"));
+            not_charged(
+                Fault::UnsafeLock,
+                format!(
+                    "{} (rch: {line})",
+                    recovery_lock::open_lock_error(&path, None)
+                ),
+            )
+        }
+        Meaning::NoSpace => not_charged(
+            Fault::NoRoom,
+            format!(
+                "the lease directory {}'s file system has no room for rch's rewrite of the journal (rch: {line})",
+                settings.lease_dir.display()
+            ),
+        ),
+        Meaning::DaemonTimedOut => not_charged(
+            Fault::DaemonSlow,
+            format!(
+                "rch's daemon answered too slowly at the final handoff; the completion is pending (rch: {line})"
+            ),
+        ),
     }
 }
 
@@ -402,6 +573,75 @@ fn broken_shim(settings: &Settings, report: &child::ChildReport) -> Option<Attem
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn settings(release: Option<Version>) -> Settings {
+        Settings {
+            rch: "/usr/bin/rch".into(),
+            socket: None,
+            daemon_waits: None,
+            daemon_trust: daemon::Trust::ThisUser,
+            lease_dir: "/l/job-leases".into(),
+            state_home: "/l".into(),
+            release,
+            recover_timeout: Duration::from_secs(300),
+            kill_grace: Duration::from_secs(30),
+        }
+    }
+
+    #[test]
+    fn none_of_rchs_answers_is_charged_and_each_says_what_it_costs_the_run() {
+        let said = |meaning| rch_says::Said {
+            meaning,
+            line: "Error: rch's words".into(),
+        };
+        let settings = settings(Some(Version::new(2, 1, 30)));
+        let fault = |meaning| match meant(&settings, "rchw-a", &said(meaning), 7) {
+            AttemptOutcome::NotCharged(fault, error) => {
+                assert!(error.contains("(rch: Error: rch's words)"), "{error}");
+                Some(fault)
+            }
+            _ => None,
+        };
+        assert_eq!(fault(Meaning::BusyLock), Some(Fault::Busy));
+        assert_eq!(fault(Meaning::OwnerRefused), Some(Fault::Refused));
+        assert_eq!(fault(Meaning::UnsafeLock), Some(Fault::UnsafeLock));
+        assert_eq!(fault(Meaning::NoSpace), Some(Fault::NoRoom));
+        assert_eq!(fault(Meaning::DaemonTimedOut), Some(Fault::DaemonSlow));
+        for other_leases_go_on in [Fault::Busy, Fault::Refused, Fault::UnsafeLock] {
+            assert!(!other_leases_go_on.stops_starts());
+            assert_eq!(other_leases_go_on.exit_code(), ExitCode::Success);
+        }
+        for host in [Fault::NoRoom, Fault::DaemonSlow] {
+            assert!(host.stops_starts());
+            assert_eq!(host.exit_code(), ExitCode::TempFail);
+        }
+        let AttemptOutcome::NotCharged(_, error) =
+            meant(&settings, "rchw-a", &said(Meaning::UnsafeLock), 7)
+        else {
+            panic!("a lock open to others");
+        };
+        assert!(
+            error.contains("fix: chmod 600 /l/job-leases/rchw-a.recovery.lock"),
+            "{error}"
+        );
+        assert!(matches!(
+            meant(&settings, "rchw-a", &said(Meaning::DaemonRecordWait), 7),
+            AttemptOutcome::Waits {
+                heartbeat_unix_ms: 7,
+                ..
+            }
+        ));
+        let AttemptOutcome::Stuck(error) =
+            meant(&settings, "rchw-a", &said(Meaning::NoTerminalReceipt), 7)
+        else {
+            panic!("stuck");
+        };
+        assert!(
+            error.starts_with("rch 2.1.30 never completes")
+                && error.contains("upgrade rch to 2.1.34"),
+            "{error}"
+        );
+    }
 
     #[test]
     fn running_out_of_threads_processes_or_descriptors_is_the_hosts_fault() {

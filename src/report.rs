@@ -2,10 +2,11 @@
 //! SPEC's JSON document). Built from plain data after the run; prints nothing
 //! itself.
 
-use crate::daemon;
 use crate::exit::ExitCode;
-use crate::human::span;
+use crate::human::{span, utc};
+use crate::state::backoff::Hold;
 use crate::verdict::{Candidate, SkipReason, Skipped};
+use crate::{daemon, release};
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 use std::fmt::Write;
@@ -21,6 +22,9 @@ pub enum LeaseOutcome {
     Vanished,
     /// A stop signal cut the attempt short; no failure is counted.
     Interrupted,
+    /// rch (2.1.17–2.1.33) never completes this lease: retried after
+    /// `--backoff-max`, no failure counted, until rch is upgraded.
+    Stuck,
     BackingOff,
     Deferred,
     WouldRecover,
@@ -33,6 +37,7 @@ impl LeaseOutcome {
             LeaseOutcome::Failed => "failed",
             LeaseOutcome::Vanished => "vanished",
             LeaseOutcome::Interrupted => "interrupted",
+            LeaseOutcome::Stuck => "stuck",
             LeaseOutcome::BackingOff => "backing_off",
             LeaseOutcome::Deferred => "deferred",
             LeaseOutcome::WouldRecover => "would_recover",
@@ -60,6 +65,11 @@ pub struct LineDetail {
     /// Its backoff entry after this run, when it has one.
     pub failures: Option<u32>,
     pub next_attempt_unix_ms: Option<u64>,
+    /// Why its entry waits, when rch, not its failures, decides it.
+    pub hold: Option<Hold>,
+    /// What an attempt that succeeded wants said (finished by someone
+    /// else).
+    pub note: Option<String>,
 }
 
 impl LeaseLine {
@@ -90,6 +100,26 @@ impl LeaseLine {
             .as_ref()
             .and_then(|detail| detail.next_attempt_unix_ms)
     }
+
+    pub fn hold(&self) -> Option<Hold> {
+        self.detail.as_ref().and_then(|detail| detail.hold)
+    }
+
+    pub fn note(&self) -> Option<&str> {
+        self.detail
+            .as_ref()
+            .and_then(|detail| detail.note.as_deref())
+    }
+}
+
+/// How many of the state's entries wait on rch rather than on their
+/// failures, after the run: `rch_sweep_leases{state}`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Held {
+    /// Never completed by this rch (2.1.17–2.1.33): `stuck`.
+    pub stuck: usize,
+    /// Waiting for rch 2.1.34's 24 hours: `waiting`.
+    pub waiting: usize,
 }
 
 pub struct Summary {
@@ -116,6 +146,10 @@ pub struct Summary {
     pub errors: Vec<String>,
     /// What the run found out about rch's daemon, when it checked it.
     pub daemon: Option<daemon::Report>,
+    /// The state's entries that wait on rch, after the run.
+    pub held: Held,
+    /// Which rch release runs, when the run asked it (`rch --version`).
+    pub rch: Option<release::Asked>,
 }
 
 /// The SPEC's counts; they add up as it says.
@@ -128,6 +162,7 @@ pub struct Counts {
     pub failed: usize,
     pub vanished: usize,
     pub interrupted: usize,
+    pub stuck: usize,
     pub deferred: usize,
     pub would_recover: usize,
 }
@@ -163,12 +198,14 @@ impl Summary {
                 LeaseOutcome::Failed => counts.failed += 1,
                 LeaseOutcome::Vanished => counts.vanished += 1,
                 LeaseOutcome::Interrupted => counts.interrupted += 1,
+                LeaseOutcome::Stuck => counts.stuck += 1,
                 LeaseOutcome::BackingOff => counts.backing_off += 1,
                 LeaseOutcome::Deferred => counts.deferred += 1,
                 LeaseOutcome::WouldRecover => counts.would_recover += 1,
             }
         }
-        counts.attempted = counts.recovered + counts.failed + counts.vanished + counts.interrupted;
+        counts.attempted =
+            counts.recovered + counts.failed + counts.vanished + counts.interrupted + counts.stuck;
         counts
     }
 
@@ -202,8 +239,10 @@ impl Summary {
             failed: counts.failed,
             vanished: counts.vanished,
             interrupted: counts.interrupted,
+            stuck: counts.stuck,
             deferred: counts.deferred,
             would_recover: self.dry_run.then_some(counts.would_recover),
+            rch: self.rch.as_ref().map(JsonRch::from),
             daemon: self.daemon.as_ref().map(JsonDaemon::from),
             leases,
             exit_code: self.exit_code.code(),
@@ -240,6 +279,10 @@ impl Summary {
                 }
                 out.push('\n');
             }
+        }
+        if let Some(asked) = &self.rch {
+            out.push_str(&asked.summary_line());
+            out.push('\n');
         }
         if let Some(daemon) = &self.daemon {
             out.push_str(&daemon.line());
@@ -309,7 +352,39 @@ impl Summary {
             }
             _ => String::new(),
         };
+        let held = |hold: Hold| match hold {
+            Hold::Stuck => format!(
+                "stuck: this rch never completes it, upgrade rch to 2.1.34 ({})",
+                retry(line.failures(), line.next_attempt_unix_ms())
+            ),
+            Hold::DaemonRecordWait => match line.next_attempt_unix_ms() {
+                Some(next) if next > self.now_unix_ms => format!(
+                    "waiting until {}: rch finishes it once the lease is 24h old",
+                    utc(next)
+                ),
+                // A heartbeat over a day old that rch still waits for (the
+                // clocks disagree): retried next run, still uncharged.
+                _ => "deferred: rch waits for the lease to be 24h old; retry next run".into(),
+            },
+        };
+        match (line.outcome, line.hold()) {
+            (LeaseOutcome::Stuck | LeaseOutcome::BackingOff, Some(hold))
+            | (LeaseOutcome::Deferred, Some(hold @ Hold::DaemonRecordWait)) => held(hold),
+            (LeaseOutcome::Stuck, None) => "stuck".into(),
+            _ => self.describe_outcome(line, retry),
+        }
+    }
+
+    fn describe_outcome(
+        &self,
+        line: &LeaseLine,
+        retry: impl Fn(Option<u32>, Option<u64>) -> String,
+    ) -> String {
         match line.outcome {
+            LeaseOutcome::Recovered if line.note().is_some() => format!(
+                "recovered in {} (finished by someone else)",
+                seconds(line.duration().unwrap_or_default())
+            ),
             LeaseOutcome::Recovered => format!(
                 "recovered in {}",
                 seconds(line.duration().unwrap_or_default())
@@ -329,6 +404,7 @@ impl Summary {
                 seconds(line.duration().unwrap_or_default())
             ),
             LeaseOutcome::Vanished => "vanished (finished elsewhere)".into(),
+            LeaseOutcome::Stuck => "stuck".into(),
             LeaseOutcome::Deferred => "deferred to the next run".into(),
             LeaseOutcome::WouldRecover => "would recover".into(),
         }
@@ -390,6 +466,13 @@ impl Summary {
                 counts.deferred
             );
         }
+        if counts.stuck > 0 {
+            let _ = write!(
+                line,
+                "; {} stuck (this rch never completes them: upgrade rch to 2.1.34)",
+                counts.stuck
+            );
+        }
         if counts.attempted > 0 {
             let _ = write!(line, "; the run took {}", seconds(self.duration));
         }
@@ -426,15 +509,36 @@ struct JsonSummary<'a> {
     failed: usize,
     vanished: usize,
     interrupted: usize,
+    /// Added after `interrupted` (SPEC: add, don't rename).
+    stuck: usize,
     deferred: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     would_recover: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rch: Option<JsonRch<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     daemon: Option<JsonDaemon<'a>>,
     leases: Vec<JsonLease<'a>>,
     exit_code: i32,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<String>,
+}
+
+/// SPEC's `rch` object: the `rch` a real run asked, and the first line of
+/// its `--version`.
+#[derive(Serialize)]
+struct JsonRch<'a> {
+    path: String,
+    version: &'a str,
+}
+
+impl<'a> From<&'a release::Asked> for JsonRch<'a> {
+    fn from(asked: &'a release::Asked) -> Self {
+        JsonRch {
+            path: asked.path.to_string_lossy().into_owned(),
+            version: &asked.line,
+        }
+    }
 }
 
 /// SPEC's `daemon` object: the socket checked, how it was chosen, whether
@@ -496,6 +600,12 @@ enum JsonLease<'a> {
         failures: Option<u32>,
         #[serde(skip_serializing_if = "Option::is_none")]
         next_attempt_unix_ms: Option<u64>,
+        /// Why its entry waits on rch: `stuck`, `daemon_record_wait`.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        hold: Option<&'static str>,
+        /// Said of a lease that succeeded: finished by someone else.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        note: Option<&'a str>,
     },
     Skipped {
         file: &'a str,
@@ -521,6 +631,8 @@ impl<'a> From<&'a LeaseLine> for JsonLease<'a> {
             error: line.error(),
             failures: line.failures(),
             next_attempt_unix_ms: line.next_attempt_unix_ms(),
+            hold: line.hold().map(Hold::as_str),
+            note: line.note(),
         }
     }
 }
@@ -543,6 +655,7 @@ mod tests {
                 error: (outcome == LeaseOutcome::Failed).then(|| "exit status: 1: boom".to_owned()),
                 failures: (outcome == LeaseOutcome::Failed).then_some(2),
                 next_attempt_unix_ms: (outcome == LeaseOutcome::Failed).then_some(4_800_000),
+                ..LineDetail::default()
             },
         )
     }
@@ -566,7 +679,30 @@ mod tests {
             exit_code: ExitCode::Failed,
             errors: Vec::new(),
             daemon: None,
+            held: Held::default(),
+            rch: None,
         }
+    }
+
+    #[test]
+    fn the_rch_object_appears_only_when_rch_was_asked() {
+        let mut s = summary(false, Vec::new());
+        let value: serde_json::Value = serde_json::from_str(&s.json()).expect("json");
+        assert!(value.get("rch").is_none());
+        s.rch = Some(release::Asked {
+            path: "/usr/local/bin/rch".into(),
+            line: "rch 2.1.16".into(),
+        });
+        let value: serde_json::Value = serde_json::from_str(&s.json()).expect("json");
+        assert_eq!(
+            value["rch"],
+            serde_json::json!({"path": "/usr/local/bin/rch", "version": "rch 2.1.16"})
+        );
+        let text = s.human(false);
+        assert!(
+            text.contains("rch: /usr/local/bin/rch says \"rch 2.1.16\": a completion without the daemon's mark counts\n"),
+            "{text}"
+        );
     }
 
     #[test]

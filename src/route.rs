@@ -189,6 +189,14 @@ pub fn rests_on(facts: &EnvironmentFacts<'_>) -> Vec<Rest> {
         option_rest(facts, given.rch, "RCH_SWEEP_RCH", "rch"),
         rch_path_rest(facts),
         option_rest(facts, given.socket, "RCH_SOCKET_PATH", "the daemon socket")
+            .or_else(|| {
+                option_rest(
+                    facts,
+                    given.socket,
+                    "RCH_DAEMON_SOCKET",
+                    "the daemon socket",
+                )
+            })
             .or_else(|| runtime_socket_rest(facts)),
         option_rest(
             facts,
@@ -515,6 +523,30 @@ mod tests {
             socket: true,
             metrics_file: true,
         };
+        assert!(rests_on(&given).is_empty());
+    }
+
+    #[test]
+    fn rch_daemon_socket_is_the_socket_only_without_rch_socket_path() {
+        let alias = env(&[("HOME", "/h"), ("RCH_DAEMON_SOCKET", "/run/alias.sock")]);
+        let rests = rests_on(&facts(&alias));
+        assert_eq!(rests.len(), 1, "{rests:?}");
+        assert_eq!(rests[0].setting, "RCH_DAEMON_SOCKET=/run/alias.sock");
+        assert!(
+            rests[0]
+                .finding
+                .starts_with("the daemon socket on RCH_DAEMON_SOCKET")
+        );
+        let both = env(&[
+            ("HOME", "/h"),
+            ("RCH_DAEMON_SOCKET", "/run/alias.sock"),
+            ("RCH_SOCKET_PATH", "/run/rch.sock"),
+        ]);
+        let rests = rests_on(&facts(&both));
+        assert_eq!(rests.len(), 1, "{rests:?}");
+        assert_eq!(rests[0].setting, "RCH_SOCKET_PATH=/run/rch.sock");
+        let mut given = facts(&alias);
+        given.given.socket = true;
         assert!(rests_on(&given).is_empty());
     }
 

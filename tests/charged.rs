@@ -910,12 +910,20 @@ fn charged_table(markdown: &str) -> Vec<String> {
         .collect()
 }
 
-/// (the lease, exit) of each row of the man page's table, in order.
+/// (the lease, exit) of each row of the man page's tables, in order: the
+/// table is split in two (groff fits a table on one page), each with the
+/// same header.
 fn man_charged_rows(page: &str) -> Vec<(String, String)> {
-    let start = page
-        .find("what happened\tthe lease")
-        .expect("the man page's table");
-    let block = &page[start..page[start..].find(".TE").expect(".TE") + start];
+    let blocks: Vec<&str> = page
+        .match_indices("what happened\tthe lease")
+        .map(|(start, _)| &page[start..page[start..].find(".TE").expect(".TE") + start])
+        .collect();
+    assert!(!blocks.is_empty(), "the man page's table");
+    blocks.into_iter().flat_map(man_block_rows).collect()
+}
+
+/// (the lease, exit) of each row of one of the man page's tables.
+fn man_block_rows(block: &str) -> Vec<(String, String)> {
     let roman = |field: &str| {
         field
             .replace("\\fB", "")
@@ -942,7 +950,7 @@ fn man_charged_rows(page: &str) -> Vec<(String, String)> {
 #[test]
 fn the_readme_man_page_and_systemd_readme_give_one_table_of_what_is_charged() {
     let readme = charged_table(&repo_text("README.md"));
-    assert_eq!(readme.len(), 15, "{readme:#?}");
+    assert_eq!(readme.len(), 23, "{readme:#?}");
     assert_eq!(readme, charged_table(&repo_text("systemd/README.md")));
     let rows: Vec<(String, String)> = readme[2..]
         .iter()

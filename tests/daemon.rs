@@ -267,11 +267,13 @@ fn nothing_asks_rch_or_touches_the_socket_but_a_real_run_with_something_due() {
         "{document}"
     );
     assert!(document.get("daemon").is_none(), "{document}");
+    assert!(document.get("rch").is_none(), "{document}");
     assert_eq!(gauge(Path::new(prom), "rch_sweep_daemon_up"), None);
     assert_eq!(lines(&calls), Vec::<String>::new(), "rch was asked");
     assert_eq!(daemon.requests(), 0, "the socket was touched");
 
-    // Once it is due, the run asks rch and checks the daemon.
+    // Once it is due, the run asks rch (its release, then its socket) and
+    // checks the daemon.
     let forget = sub(&["forget", "--all"]);
     assert_eq!(forget.status.code(), Some(0), "{}", stderr(&forget));
     let mut command = sweep(&world, &["--rch", rch, "--metrics-file", prom]);
@@ -281,8 +283,18 @@ fn nothing_asks_rch_or_touches_the_socket_but_a_real_run_with_something_due() {
     assert_eq!(document["daemon"]["up"], true, "{document}");
     assert_eq!(gauge(Path::new(prom), "rch_sweep_daemon_up"), Some(1.0));
     assert_eq!(
-        lines(&calls).first().map(String::as_str),
-        Some("--json --format json daemon status")
+        lines(&calls).get(..2),
+        Some(
+            &[
+                "--version".to_owned(),
+                "--json --format json daemon status".to_owned()
+            ][..]
+        )
+    );
+    assert_eq!(
+        document["rch"],
+        json!({"path": rch, "version": "rch 2.1.34 (fake, rch-sweep tests)"}),
+        "{document}"
     );
     assert!(daemon.requests() >= 2, "checked, then asked by the child");
 }

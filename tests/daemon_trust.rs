@@ -367,48 +367,58 @@ fn a_host_that_cannot_start_rchs_status_query_is_75_and_charges_nothing() {
     if !tool_or_skip("/usr/bin/strace", "strace") {
         return;
     }
-    let world = World::new();
-    let runtime = world.path("run");
-    fs::create_dir_all(&runtime).expect("mkdir");
-    // Its daemon is down: had the run gone on unchecked, every recovery
-    // would fail for want of it and be charged.
-    let (journals, entry, started, rch) = two_leases(&world);
-    let mut inner = sweep(&world, &["--json", "--rch", utf8(&rch)]);
-    inner.env("XDG_RUNTIME_DIR", &runtime);
     // The main thread's first fork (`clone`; threads use clone3) is the
-    // status query's; it fails as at the host's process limit.
-    let output = under_strace(&[], "clone", "error=EAGAIN:when=1", &inner)
-        .output()
-        .expect("run under strace");
-    assert_eq!(output.status.code(), Some(75), "{}", stderr(&output));
-    let document = one_document(&output);
-    // Told as a recovery the host could not start: the first due lease
-    // carries the error, the other is deferred unstarted.
-    let rows = rows(&document);
-    assert_eq!(rows.len(), 2, "{document}");
-    let error = rows[0].1.as_deref().unwrap_or_default();
-    assert!(
-        error.starts_with(
-            "the host could not start a recovery (no thread or process could be created"
-        ) && error.contains(&format!(
-            "cannot ask rch for its daemon's socket (`{} --json --format json daemon status`): cannot run",
-            rch.display()
-        )) && error.contains("Resource temporarily unavailable"),
-        "{error}"
-    );
-    assert_eq!(
-        (rows[0].0.as_str(), &rows[1]),
-        ("deferred", &("deferred".to_owned(), None)),
-        "{document}"
-    );
-    assert!(document.get("daemon").is_none(), "{document}");
-    assert!(!started.exists(), "a recovery was started");
-    assert!(
-        stderr(&output).contains("no lease was charged a failure"),
-        "{}",
-        stderr(&output)
-    );
-    assert_nothing_charged(&world, &journals[0].id, &entry);
+    // `--version` query's, the second the status query's; each in turn
+    // fails as at the host's process limit.
+    for (when, asked) in [
+        (
+            2,
+            "cannot ask rch for its daemon's socket (`{rch} --json --format json daemon status`): cannot run",
+        ),
+        (
+            1,
+            "cannot ask rch for its version (`{rch} --version`): cannot run",
+        ),
+    ] {
+        let world = World::new();
+        let runtime = world.path("run");
+        fs::create_dir_all(&runtime).expect("mkdir");
+        // Its daemon is down: had the run gone on unchecked, every recovery
+        // would fail for want of it and be charged.
+        let (journals, entry, started, rch) = two_leases(&world);
+        let mut inner = sweep(&world, &["--json", "--rch", utf8(&rch)]);
+        inner.env("XDG_RUNTIME_DIR", &runtime);
+        let output = under_strace(&[], "clone", &format!("error=EAGAIN:when={when}"), &inner)
+            .output()
+            .expect("run under strace");
+        assert_eq!(output.status.code(), Some(75), "{}", stderr(&output));
+        let document = one_document(&output);
+        // Told as a recovery the host could not start: the first due lease
+        // carries the error, the other is deferred unstarted.
+        let rows = rows(&document);
+        assert_eq!(rows.len(), 2, "{document}");
+        let error = rows[0].1.as_deref().unwrap_or_default();
+        assert!(
+            error.starts_with(
+                "the host could not start a recovery (no thread or process could be created"
+            ) && error.contains(&asked.replace("{rch}", &rch.display().to_string()))
+                && error.contains("Resource temporarily unavailable"),
+            "{error}"
+        );
+        assert_eq!(
+            (rows[0].0.as_str(), &rows[1]),
+            ("deferred", &("deferred".to_owned(), None)),
+            "{document}"
+        );
+        assert!(document.get("daemon").is_none(), "{document}");
+        assert!(!started.exists(), "a recovery was started");
+        assert!(
+            stderr(&output).contains("no lease was charged a failure"),
+            "{}",
+            stderr(&output)
+        );
+        assert_nothing_charged(&world, &journals[0].id, &entry);
+    }
 }
 
 // ----------------------------------------------------------- the path

@@ -32,7 +32,7 @@ fn logging_rch_with(world: &World, daemon: bool) -> PathBuf {
         "rch",
         &FakeRch {
             first: &log,
-            version: Some("echo 'rch 2.1.24'"),
+            version: Some("echo 'rch 2.1.34'"),
             recover: "exit 1",
             daemon,
         },
@@ -198,7 +198,7 @@ fn a_healthy_setup_passes_every_check_and_changes_nothing() {
         assert!(
             row(&document, "rch")["finding"]
                 .as_str()
-                .is_some_and(|f| f.contains("rch 2.1.24")),
+                .is_some_and(|f| f.contains("rch 2.1.34")),
             "{document}"
         );
         assert!(

@@ -1284,7 +1284,15 @@ fn a_sweep_writes_prometheus_metrics_atomically_and_keeps_the_last_success() {
         .collect();
     assert_eq!(
         outcomes,
-        ["deferred", "failed", "interrupted", "recovered", "vanished"].into(),
+        [
+            "deferred",
+            "failed",
+            "interrupted",
+            "recovered",
+            "stuck",
+            "vanished"
+        ]
+        .into(),
         "every outcome, zeros included"
     );
     assert_eq!(

@@ -1,6 +1,6 @@
 //! Journal bytes → verdict: `lease::parse`, then `judge::judge` with the
 //! owner gone (and alive, to compare), `settled_handoff`,
-//! `owns_unretired_source`, `verify_completion(&lease, &lease)` and the
+//! `owns_unretired_source`, `verify_completion(&lease, &lease, DeliveryOnly)` and the
 //! owner identity a journal records. None may panic, and the verdicts must
 //! agree with SPEC.md's rules where they overlap.
 #![no_main]
@@ -8,7 +8,7 @@
 use libfuzzer_sys::fuzz_target;
 use rch_sweep::lease;
 use rch_sweep::judge::{self, SkipReason};
-use rch_sweep::owner::{Namespace, Observation, Presence, Recorded, StatSeen};
+use rch_sweep::owner::{Kill, Namespace, Observation, Presence, Recorded, StatSeen};
 
 /// A canonical wrapper id no seed uses, for the "name differs" case.
 const OTHER_ID: &str = "rchw-00000000-0000-4000-8000-000000000000";
@@ -25,7 +25,8 @@ fn observed(pid: u32, recorded: &Recorded, presence: Presence) -> Observation {
         recorded: recorded.clone(),
         namespace: Some(Namespace::Own),
         boot_id: Some(BOOT.into()),
-        stat: StatSeen::Absent,
+        stat: StatSeen::Absent(Kill::NoSuchProcess),
+        shortage: None,
     };
     match (presence, recorded) {
         (Presence::Gone, _) => {}
@@ -34,6 +35,7 @@ fn observed(pid: u32, recorded: &Recorded, presence: Presence) -> Observation {
             observation.stat = StatSeen::Seen {
                 pid,
                 state: b'S',
+                threads: 1,
                 start_ticks: *ticks,
             };
         }
@@ -41,6 +43,7 @@ fn observed(pid: u32, recorded: &Recorded, presence: Presence) -> Observation {
             observation.stat = StatSeen::Seen {
                 pid,
                 state: b'S',
+                threads: 1,
                 start_ticks: 1,
             };
         }
@@ -60,7 +63,7 @@ fuzz_target!(|data: &[u8]| {
     let handoff = judge::settled_handoff(&lease);
     let owns = judge::owns_unretired_source(&lease);
     let _ = Recorded::of(&lease);
-    if judge::verify_completion(&lease, &lease).is_ok() {
+    if judge::verify_completion(&lease, &lease, judge::Completion::DeliveryOnly).is_ok() {
         // Complete means acknowledged, finished and a settled handoff.
         assert!(lease.terminal_acknowledged);
         assert!(handoff.is_some());

@@ -21,14 +21,14 @@ use crate::child::{self, Capture, ChildSpec, Ending};
 use crate::cli::{DoctorArgs, RunArgs};
 use crate::config;
 use crate::exit::ExitCode;
-use crate::lease_dir::LeaseDirFound;
+use crate::lease_dir::{LeaseDirFound, recovery_lock};
 use crate::owner::ProcFs;
 use crate::plan::{self, Slot};
 use crate::preflight::{self, DoctorCheck, Finding, Intent, Status};
 use crate::scan::{self, Scan, ScanOptions};
 use crate::state::backoff::{Backoff, now_unix_ms};
 use crate::verdict::SkipReason;
-use crate::{account, daemon, host, judge, log, recover, route, state};
+use crate::{account, daemon, host, log, recover, release, route, state};
 use anyhow::Result;
 use std::borrow::Borrow;
 use std::ffi::OsStr;
@@ -123,8 +123,9 @@ fn state(target: &Target) -> Finding {
     content
 }
 
-/// `rch` as a run finds it; then what it says of itself, and whether a
-/// timer's and cron's `PATH` find the same one.
+/// `rch` as a run finds it; then what it says of itself (the first line of
+/// `--version`, with a warning for a release with known limits), and
+/// whether a timer's and cron's `PATH` find the same one.
 fn rch(args: &RunArgs) -> Finding {
     let path_var = std::env::var_os("PATH");
     let home = std::env::var_os("HOME");
@@ -169,6 +170,12 @@ fn rch(args: &RunArgs) -> Finding {
             ),
             "install rch 2.1 or later (the one rchd and its wrappers use), or point --rch / RCH_SWEEP_RCH at it",
         );
+    }
+    // What the release that runs is known not to do (rch-lease-format.md
+    // §10): a warning naming the upgrade.
+    if let Some(limit) = release::parse(&version).and_then(release::limit) {
+        warnings.push(limit.finding().to_owned());
+        fixes.push(limit.fix());
     }
     // A path with a slash is the same for any PATH.
     let by_path = explicit.is_none_or(|rch| rch.components().count() == 1 && !rch.is_absolute());
@@ -258,7 +265,8 @@ fn daemon(target: &Target, args: &RunArgs) -> (Finding, Option<PathBuf>) {
         socket: None,
         daemon_waits: None,
         daemon_trust: daemon::Trust::ThisUser,
-        completion: judge::Completion::DaemonMarked,
+        // doctor recovers nothing: no completion or answer is read here.
+        release: None,
         lease_dir: target.lease_dir.resolved.clone(),
         state_home: target.lease_dir.state_home().to_path_buf(),
         recover_timeout: Duration::ZERO,
@@ -469,14 +477,18 @@ fn journals(target: &Target, args: &RunArgs) -> Finding {
         LeaseDirFound::Directory { .. } => {}
     }
     let now = now_unix_ms();
-    let scanned = target.lease_dir.open().and_then(|dir| {
-        let options = ScanOptions {
-            now_unix_ms: now,
-            stale_after_ms: args.stale_after.saturating_mul(1000),
-            keep_skipped: false,
-        };
-        scan::scan(&dir, &options, &ProcFs::system())
-    });
+    let opened = target.lease_dir.open();
+    let scanned = match &opened {
+        Ok(dir) => {
+            let options = ScanOptions {
+                now_unix_ms: now,
+                stale_after_ms: args.stale_after.saturating_mul(1000),
+                keep_skipped: false,
+            };
+            scan::scan(dir, &options, &ProcFs::system())
+        }
+        Err(error) => Err(std::io::Error::new(error.kind(), error.to_string())),
+    };
     let scan = match scanned {
         Ok(scan) => scan,
         Err(error) => {
@@ -499,8 +511,46 @@ fn journals(target: &Target, args: &RunArgs) -> Finding {
         usize::from(args.max_recoveries),
     );
     let counts = journal_counts(&scan, &slots);
-    let (warnings, fixes) = journal_concerns(&scan);
+    let (mut warnings, mut fixes) = journal_concerns(&scan);
+    if let Ok(dir) = &opened {
+        let locks = open_locks(dir, &target.lease_dir.resolved, &scan);
+        if !locks.is_empty() {
+            warnings.push(format!(
+                "{} candidate{} recovery lock{} open to group or others, which rch refuses (a run defers {} and starts no recovery): {}",
+                locks.len(),
+                if locks.len() == 1 { "'s" } else { "s'" },
+                if locks.len() == 1 { " is" } else { "s are" },
+                if locks.len() == 1 { "it" } else { "them" },
+                locks
+                    .iter()
+                    .map(|path| path.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+            fixes.push(
+                locks
+                    .iter()
+                    .map(|path| recovery_lock::lock_fix(path))
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            );
+        }
+    }
     ok_or_warn(check, counts, &warnings, &fixes)
+}
+
+/// The recovery locks of `scan`'s candidates that rch refuses (open to
+/// group or others), by path in `lease_dir`.
+fn open_locks(dir: &crate::lease_dir::LeaseDir, lease_dir: &Path, scan: &Scan) -> Vec<PathBuf> {
+    use std::os::fd::AsFd;
+    scan.candidates
+        .iter()
+        .filter(|candidate| {
+            recovery_lock::mode_at(dir.as_fd(), &candidate.wrapper_id)
+                .is_some_and(recovery_lock::open_to_others)
+        })
+        .map(|candidate| lease_dir.join(format!("{}.recovery.lock", candidate.wrapper_id)))
+        .collect()
 }
 
 /// What a dry run would count: journals, candidates by their slot in the

@@ -13,12 +13,13 @@ use crate::evidence::Judgement;
 use crate::exit::ExitCode;
 use crate::human::span;
 use crate::lease;
+use crate::lease_dir::recovery_lock;
 use crate::lease_dir::{Identity, LeaseDir, LeaseDirFound};
 use crate::log;
 use crate::owner::ProcFs;
 use crate::preflight::Intent;
 use crate::scan::{self, ScanOptions};
-use crate::state::backoff::{self, Backoff, Entry, now_unix_ms};
+use crate::state::backoff::{self, Backoff, Entry, Hold, now_unix_ms};
 use crate::state::{self, Loaded};
 use anyhow::Result;
 use serde::Serialize;
@@ -37,6 +38,9 @@ struct Explained {
     /// The judgement, or why the argument names no journal.
     judged: Result<Judgement, String>,
     backoff: Option<Entry>,
+    /// Set when its `.recovery.lock` is open to group or others, which rch
+    /// refuses: the error a run would give, with the fix.
+    open_lock: Option<String>,
 }
 
 /// What a run started now would do with a journal (SPEC's `next`).
@@ -242,13 +246,27 @@ fn explain(
         .as_ref()
         .and_then(|id| backoff.leases.get(id))
         .cloned();
+    let open_lock = dir
+        .zip(wrapper_id.as_deref())
+        .and_then(|(dir, id)| open_lock(dir, lease_dir, id));
     Explained {
         file,
         path,
         wrapper_id,
         judged,
         backoff,
+        open_lock,
     }
+}
+
+/// What a run would say of lease `id`'s recovery lock in `dir` (at
+/// `lease_dir`): its error when rch would refuse it, else None.
+fn open_lock(dir: &LeaseDir, lease_dir: &Path, id: &str) -> Option<String> {
+    use std::os::fd::AsFd;
+    let mode = recovery_lock::mode_at(dir.as_fd(), id)?;
+    recovery_lock::open_to_others(mode).then(|| {
+        recovery_lock::open_lock_error(&lease_dir.join(format!("{id}.recovery.lock")), Some(mode))
+    })
 }
 
 #[derive(Serialize)]
@@ -270,6 +288,9 @@ struct JsonJournal<'a> {
     checks: Vec<JsonCheck>,
     backoff: Option<&'a Entry>,
     next: Option<&'static str>,
+    /// Added: the lease's recovery lock is one rch refuses, and the fix.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    recovery_lock: Option<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -311,6 +332,7 @@ fn json(explained: &[Explained], now: u64) -> String {
                 checks,
                 backoff: one.backoff.as_ref(),
                 next: one.next(now).map(Next::as_str),
+                recovery_lock: one.open_lock.as_deref(),
             }
         })
         .collect();
@@ -373,6 +395,9 @@ fn human(explained: &[Explained], now: u64) -> String {
                     entry.build_id,
                     when(shown_next(entry, now), now)
                 );
+                if let Some(hold) = entry.hold {
+                    let _ = writeln!(out, "           {}", held(hold, entry));
+                }
                 if let Some(error) = &entry.last_error {
                     let _ = writeln!(out, "           last error: {error}");
                 }
@@ -390,8 +415,25 @@ fn human(explained: &[Explained], now: u64) -> String {
             Some(Next::BackingOff(until)) => format!("backing_off until {}", when(until, now)),
         };
         let _ = writeln!(out, "  next run {next}");
+        if let Some(error) = &one.open_lock {
+            let _ = writeln!(
+                out,
+                "           deferred, not started, until the lock is fixed: {error}"
+            );
+        }
     }
     out
+}
+
+/// What an entry waiting on rch waits for.
+fn held(hold: Hold, entry: &Entry) -> String {
+    match hold {
+        Hold::Stuck => "stuck: this rch (2.1.17-2.1.33) never completes a build its daemon forgot; it is retried after --backoff-max with no failure counted; upgrade rch to 2.1.34".to_owned(),
+        Hold::DaemonRecordWait => format!(
+            "waiting until {}: rch's daemon has no record of the build, and rch finishes the lease once it is 24h old",
+            crate::human::utc(entry.next_attempt_unix_ms)
+        ),
+    }
 }
 
 /// An entry's next attempt as the next run will save it: no later than
@@ -401,7 +443,7 @@ fn shown_next(entry: &Entry, now: u64) -> u64 {
     backoff::capped(
         entry.next_attempt_unix_ms,
         now,
-        crate::cli::DEFAULT_BACKOFF_MAX_SECS * 1000,
+        backoff::cap_ms(entry, crate::cli::DEFAULT_BACKOFF_MAX_SECS * 1000),
     )
 }
 
@@ -412,41 +454,12 @@ fn when(unix_ms: u64, now: u64) -> String {
     } else {
         "due".to_owned()
     };
-    format!("{} ({relative})", utc(unix_ms))
-}
-
-/// A Unix time in milliseconds as a UTC date and time.
-fn utc(unix_ms: u64) -> String {
-    let secs = unix_ms / 1000;
-    let (days, rest) = (secs / 86_400, secs % 86_400);
-    // Howard Hinnant's days-to-civil, for days since 1970-01-01.
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC",
-        rest / 3600,
-        rest / 60 % 60,
-        rest % 60
-    )
+    format!("{} ({relative})", crate::human::utc(unix_ms))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn utc_dates_are_civil() {
-        assert_eq!(utc(0), "1970-01-01 00:00:00 UTC");
-        assert_eq!(utc(1_791_280_003_512), "2026-10-06 09:46:43 UTC");
-        assert_eq!(utc(951_782_400_000), "2000-02-29 00:00:00 UTC");
-    }
 
     #[test]
     fn names_without_a_slash_are_journals_of_the_lease_directory() {

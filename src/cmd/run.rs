@@ -25,7 +25,7 @@ use crate::scan::{self, Scan, ScanOptions};
 use crate::state::Store;
 use crate::state::backoff::now_unix_ms;
 use crate::verdict::Candidate;
-use crate::{daemon, dispatch, fsio, judge, log, persist, recover, signals, state};
+use crate::{daemon, dispatch, fsio, log, persist, recover, release, signals, state};
 use anyhow::{Context, Result};
 use std::cell::Cell;
 use std::path::PathBuf;
@@ -329,10 +329,11 @@ fn sweep_in(run: &Run, dir: &LeaseDir, store: &Store) -> Result<ExitCode> {
     } else {
         Vec::new()
     };
-    let (attempts, daemon) = recoveries(run, rch, dir, &scan.candidates, due);
+    let (attempts, daemon, release) = recoveries(run, rch, dir, &scan.candidates, due);
     let candidates = std::mem::take(&mut scan.candidates);
     let mut summary = summary(run, scan, scan_duration, Vec::new());
     summary.daemon = daemon;
+    summary.rch = release;
     if let Some(error) = shortage {
         log::error(&error);
         summary.fail(ExitCode::TempFail, error);
@@ -390,31 +391,42 @@ enum DaemonCheck {
 }
 
 /// The recoveries of the `due` candidates, an attempt each (None for the
-/// others), and what was learnt of rch's daemon. Only a run with something
-/// to recover needs the lease directory to be writable and the daemon; the
-/// others neither look nor ask rch nor touch a socket (and an empty run
-/// stays fast). While rch could not rewrite a journal in `dir` (74), or
-/// its daemon does not answer, no recovery starts: each due candidate is
-/// kept back.
+/// others), what was learnt of rch's daemon, and which rch release runs.
+/// Only a run with something to recover needs the lease directory to be
+/// writable, the release and the daemon; the others neither look nor ask
+/// rch nor touch a socket (and an empty run stays fast). While rch could
+/// not rewrite a journal in `dir` (74), or its daemon does not answer, no
+/// recovery starts: each due candidate is kept back.
 fn recoveries(
     run: &Run,
     rch: PathBuf,
     dir: &LeaseDir,
     candidates: &[Candidate],
     due: Vec<(usize, &Candidate)>,
-) -> (Vec<Option<recover::Attempt>>, Option<daemon::Report>) {
+) -> (
+    Vec<Option<recover::Attempt>>,
+    Option<daemon::Report>,
+    Option<release::Asked>,
+) {
     if !due.is_empty()
         && let Err(why) = writable::check(dir)
     {
         let error = why.error(&run.target.lease_dir.display());
         let outcome = NotCharged(Fault::LeaseDir, error);
-        return (kept_back(candidates, &due, &outcome, true), None);
+        return (kept_back(candidates, &due, &outcome, true), None, None);
     }
     let mut settings = recover_settings(run, rch);
+    let mut asked = None;
     let check = if due.is_empty() {
         DaemonCheck::Unchecked
     } else {
-        check_daemon(run, &mut settings)
+        match ask_release(&mut settings) {
+            Ok(release) => {
+                asked = Some(release);
+                check_daemon(run, &mut settings)
+            }
+            Err(check) => check,
+        }
     };
     let max = usize::from(run.args.max_recoveries);
     let (attempts, mut daemon) = match check {
@@ -438,7 +450,32 @@ fn recoveries(
     {
         report.lose(error);
     }
-    (attempts, daemon)
+    (attempts, daemon, asked)
+}
+
+/// Which rch release runs (`rch --version`, asked once, as `daemon status`
+/// is), and so what its finished recovery leaves ([`release::completion`]);
+/// an `rch` that cannot be started is kept from every recovery as the
+/// daemon check keeps it (75 or 78), a stop signal stops the run.
+fn ask_release(settings: &mut recover::Settings) -> Result<release::Asked, DaemonCheck> {
+    let stop = || signals::received().is_some();
+    let env = recover::child_env(settings);
+    let line = match daemon::ask_version(&settings.rch, &env, &stop) {
+        Ok(line) => line,
+        Err(daemon::Unnamed::HostFault(error)) => {
+            return Err(DaemonCheck::NotStarted(Fault::Host, error));
+        }
+        Err(daemon::Unnamed::Unstartable(error) | daemon::Unnamed::NoAnswer(error)) => {
+            return Err(DaemonCheck::NotStarted(Fault::Config, error));
+        }
+        Err(daemon::Unnamed::Stopped) => return Err(DaemonCheck::Stopped),
+    };
+    let asked = release::Asked {
+        path: settings.rch.clone(),
+        line,
+    };
+    settings.release = asked.version();
+    Ok(asked)
 }
 
 /// Which daemon `rch` will use (`--socket` / `RCH_SOCKET_PATH`, else what
@@ -520,7 +557,7 @@ fn recover_settings(run: &Run, rch: PathBuf) -> recover::Settings {
         socket: run.args.socket.clone(),
         daemon_waits: None,
         daemon_trust: daemon::Trust::ThisUser,
-        completion: judge::Completion::DaemonMarked,
+        release: None,
         lease_dir: run.target.lease_dir.resolved.clone(),
         state_home: run.target.lease_dir.state_home().to_path_buf(),
         recover_timeout: Duration::from_secs(run.args.recover_timeout),
@@ -544,6 +581,8 @@ fn summary(run: &Run, scan: Scan, scan_duration: Duration, leases: Vec<LeaseLine
         exit_code: ExitCode::Success,
         errors: Vec::new(),
         daemon: None,
+        held: crate::report::Held::default(),
+        rch: None,
     }
 }
 

@@ -4,10 +4,10 @@
 use crate::account;
 use crate::cli::StatusArgs;
 use crate::exit::{ExitCode, Fatal};
-use crate::human::span;
+use crate::human::{span, utc};
 use crate::preflight::{self, Intent};
 use crate::state;
-use crate::state::backoff::{self, Backoff, now_unix_ms};
+use crate::state::backoff::{self, Backoff, Hold, now_unix_ms};
 use anyhow::Result;
 use std::io::Write;
 use std::path::Path;
@@ -84,8 +84,14 @@ fn human(backoff: &Backoff, now: u64, path: &str) -> String {
     for (id, entry) in &backoff.leases {
         // As the next run will save it (SPEC "Backoff"); --json keeps the
         // entry as stored.
-        let next = backoff::capped(entry.next_attempt_unix_ms, now, MAX_MS);
-        let when = if next <= now {
+        let next = backoff::capped(
+            entry.next_attempt_unix_ms,
+            now,
+            backoff::cap_ms(entry, MAX_MS),
+        );
+        let when = if let Some(hold) = entry.hold.filter(|_| next > now) {
+            held(hold, next, now)
+        } else if next <= now {
             "due now".to_owned()
         } else if next < entry.next_attempt_unix_ms {
             format!(
@@ -108,6 +114,22 @@ fn human(backoff: &Backoff, now: u64, path: &str) -> String {
         }
     }
     out
+}
+
+/// The wait of an entry that waits on rch, not on its failures: until a
+/// time.
+fn held(hold: Hold, next: u64, now: u64) -> String {
+    match hold {
+        Hold::DaemonRecordWait => format!(
+            "waiting until {} (in {}): rch finishes it once the lease is 24h old",
+            utc(next),
+            span(next - now)
+        ),
+        Hold::Stuck => format!(
+            "stuck: this rch never completes it; retried in {}, not counted as a failure (upgrade rch to 2.1.34)",
+            span(next - now)
+        ),
+    }
 }
 
 /// `error` after `label`, each further line of it indented under the

@@ -10,7 +10,9 @@
 //! - [`recovery_lock`]: rch's lock on one lease's recovery
 //!   (`<id>.recovery.lock`), only ever looked up, never opened;
 //! - [`writable`]: whether rch could rewrite a journal in it (a
-//!   read-write mount this user may write).
+//!   read-write mount this user may write);
+//! - [`room`]: whether its file system has room for that rewrite (bytes
+//!   and an inode).
 //!
 //! What a journal holds, and how its bytes are read and parsed, is
 //! [`crate::lease`]'s.
@@ -18,6 +20,7 @@
 pub mod identity;
 pub mod open;
 pub mod recovery_lock;
+pub mod room;
 pub mod sweep_lock;
 pub mod writable;
 

@@ -46,6 +46,46 @@ pub struct Entry {
     pub worker_id: String,
     #[serde(default)]
     pub build_id: u64,
+    /// Set while the lease waits on rch rather than on its own failures
+    /// (SPEC "rch's answers are read, not counted"); absent otherwise, so
+    /// older readers see the entry they know.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hold: Option<Hold>,
+}
+
+/// Why an entry waits, when it is not its failures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Hold {
+    /// rch 2.1.34's daemon has no record of the build, and rch finishes
+    /// such a lease only once it is 24 hours old: the next attempt is then.
+    DaemonRecordWait,
+    /// rch 2.1.17–2.1.33 never complete a build their daemon forgot: the
+    /// lease is retried after `--backoff-max`, until rch is upgraded.
+    Stuck,
+}
+
+impl Hold {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Hold::DaemonRecordWait => "daemon_record_wait",
+            Hold::Stuck => "stuck",
+        }
+    }
+}
+
+/// How long after its heartbeat rch 2.1.34 accepts that its daemon no
+/// longer knows a build (24 h), plus a minute of slack for the clocks.
+pub const DAEMON_RECORD_WAIT_MS: u64 = 24 * 3_600_000 + 60_000;
+
+/// The latest a next attempt may lie ahead of `now` before it is taken
+/// for a clock that jumped back: `--backoff-max`, or for a 24-hour wait,
+/// which is set from the lease's heartbeat (never after now), that wait.
+pub fn cap_ms(entry: &Entry, max_ms: u64) -> u64 {
+    match entry.hold {
+        Some(Hold::DaemonRecordWait) => max_ms.max(DAEMON_RECORD_WAIT_MS),
+        _ => max_ms,
+    }
 }
 
 /// Delay before the next attempt after failure number `failures`:
@@ -101,7 +141,7 @@ impl Backoff {
         self.leases.retain(|id, _| live.contains(id.as_str()));
         let mut changed = before != self.leases.len();
         for entry in self.leases.values_mut() {
-            let next = capped(entry.next_attempt_unix_ms, now_ms, max_ms);
+            let next = capped(entry.next_attempt_unix_ms, now_ms, cap_ms(entry, max_ms));
             if next != entry.next_attempt_unix_ms {
                 entry.next_attempt_unix_ms = next;
                 changed = true;
@@ -125,7 +165,49 @@ impl Backoff {
             now_ms.saturating_add(delay_ms(entry.failures, base_ms, max_ms));
         entry.last_attempt_unix_ms = now_ms;
         entry.last_error = Some(trimmed_error(error));
+        entry.hold = None;
         entry
+    }
+
+    /// rch 2.1.34 waits for the lease to be 24 hours old: the next attempt
+    /// is `heartbeat + 24 h + 1 min` (never before `now`), the failures
+    /// stay. A lease without an entry gets one with no failures: the state
+    /// file is the one place a run can remember the wait, and without it
+    /// every run would ask rch again for nothing.
+    pub fn record_wait(
+        &mut self,
+        candidate: &Candidate,
+        heartbeat_unix_ms: u64,
+        error: &str,
+        now_ms: u64,
+    ) {
+        let entry = self.entry_for(candidate);
+        entry.next_attempt_unix_ms = heartbeat_unix_ms
+            .saturating_add(DAEMON_RECORD_WAIT_MS)
+            .max(now_ms);
+        entry.last_attempt_unix_ms = now_ms;
+        entry.last_error = Some(trimmed_error(error));
+        entry.hold = Some(Hold::DaemonRecordWait);
+    }
+
+    /// An rch that never completes this lease (2.1.17–2.1.33, a build its
+    /// daemon forgot): retried after `max`, the failures unchanged, marked
+    /// stuck so that every run (and monitoring) shows it until rch is
+    /// upgraded.
+    pub fn record_stuck(&mut self, candidate: &Candidate, error: &str, now_ms: u64, max_ms: u64) {
+        let entry = self.entry_for(candidate);
+        entry.next_attempt_unix_ms = now_ms.saturating_add(max_ms);
+        entry.last_attempt_unix_ms = now_ms;
+        entry.last_error = Some(trimmed_error(error));
+        entry.hold = Some(Hold::Stuck);
+    }
+
+    /// How many entries are held so, now.
+    pub fn held(&self, hold: Hold) -> usize {
+        self.leases
+            .values()
+            .filter(|entry| entry.hold == Some(hold))
+            .count()
     }
 
     /// An attempt cut short by a signal: the count and next attempt stay, the
@@ -237,6 +319,37 @@ mod tests {
             !backoff.prune(&[candidate("kept")], now, BASE / 2),
             "stable"
         );
+    }
+
+    #[test]
+    fn a_24h_wait_and_a_stuck_lease_keep_their_failures() {
+        let mut backoff = Backoff::empty();
+        let a = candidate("a");
+        let hour = 3_600_000;
+        // No entry yet: one with no failures, due a day after the heartbeat.
+        backoff.record_wait(&a, 10 * hour, "waits", 11 * hour);
+        let entry = &backoff.leases["a"];
+        assert_eq!(entry.failures, 0);
+        assert_eq!(entry.next_attempt_unix_ms, 34 * hour + 60_000);
+        assert_eq!(entry.hold, Some(Hold::DaemonRecordWait));
+        // Not pulled to now + max by the next run: the wait is the heartbeat's.
+        assert!(!backoff.prune(std::slice::from_ref(&a), 11 * hour, MAX));
+        assert_eq!(backoff.leases["a"].next_attempt_unix_ms, 34 * hour + 60_000);
+        // A heartbeat over a day old: due at once.
+        backoff.record_wait(&a, 0, "waits", 30 * hour);
+        assert_eq!(backoff.leases["a"].next_attempt_unix_ms, 30 * hour);
+        // Failures stay; a stuck lease waits the cap.
+        backoff.record_failure(&a, "failed", hour, BASE, MAX);
+        assert_eq!(backoff.leases["a"].hold, None);
+        backoff.record_stuck(&a, "stuck", 2 * hour, MAX);
+        let entry = &backoff.leases["a"];
+        assert_eq!((entry.failures, entry.hold), (1, Some(Hold::Stuck)));
+        assert_eq!(entry.next_attempt_unix_ms, 2 * hour + MAX);
+        assert_eq!(backoff.held(Hold::Stuck), 1);
+        assert_eq!(backoff.held(Hold::DaemonRecordWait), 0);
+        // Stored as a word older readers may ignore.
+        let text = serde_json::to_string(&backoff).expect("json");
+        assert!(text.contains("\"hold\":\"stuck\""), "{text}");
     }
 
     #[test]

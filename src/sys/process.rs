@@ -33,6 +33,18 @@ pub fn kill(pid: libc::pid_t, signal: libc::c_int) -> io::Result<()> {
     Ok(())
 }
 
+/// `kill(pid, 0)`: whether the kernel knows process `pid`, asked with no
+/// signal sent. Only an `ESRCH` failure ([`is_no_such_process`]) proves it
+/// gone; `EPERM` means it exists and is another user's.
+pub fn probe(pid: libc::pid_t) -> io::Result<()> {
+    kill(pid, 0)
+}
+
+/// Whether `error` is `ESRCH`: no such process (or process group).
+pub fn is_no_such_process(error: &io::Error) -> bool {
+    error.raw_os_error() == Some(libc::ESRCH)
+}
+
 /// `kill(-pgid, signal)`: `signal` to every process of the group `pgid`. A
 /// `pgid` of 0 or below (which would name our own group, or every process
 /// we may signal, or one process) is refused.

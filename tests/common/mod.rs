@@ -251,6 +251,13 @@ impl Journal {
         self
     }
 
+    pub fn remove_recipe(mut self, key: &str) -> Journal {
+        if let Some(recipe) = self.root.get_mut("recovery") {
+            recipe.set(key, None);
+        }
+        self
+    }
+
     /// With `count` output files in the recipe's `baseline`, each with its
     /// fingerprint, as rch records them for a large workspace's build (one
     /// pretty-printed line of about 120 bytes each, so 26,000 make 3 MiB).
@@ -538,6 +545,7 @@ impl World {
             "RCH_SWEEP_STATE_FILE",
             "RCH_SWEEP_RCH",
             "RCH_SOCKET_PATH",
+            "RCH_DAEMON_SOCKET",
             "RCH_SWEEP_METRICS_FILE",
             "RCH_SWEEP_SCAN_THREADS",
             "RCH_STATE_HOME",
@@ -609,7 +617,7 @@ impl World {
     pub fn fake_rch_with(&self, name: &str, spec: &FakeRch<'_>) -> PathBuf {
         let version = spec
             .version
-            .unwrap_or("echo 'rch 0.0.0-fake (rch-sweep tests)'");
+            .unwrap_or("echo 'rch 2.1.34 (fake, rch-sweep tests)'");
         let daemon_status = if spec.daemon {
             format!("exec python3 '{FAKE_RCH}' \"$@\"")
         } else {
