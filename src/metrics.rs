@@ -343,6 +343,7 @@ mod tests {
             exit_code: ExitCode::Success,
             errors: Vec::new(),
             daemon: None,
+            rch: None,
             held: Held {
                 stuck: 2,
                 waiting: 1,
