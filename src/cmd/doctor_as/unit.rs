@@ -89,6 +89,7 @@ pub(super) fn plan(
     let options = options(&service, &env, &unit, &mut plan);
     plan.runs.push(Planned {
         line: None,
+        file: None,
         env,
         cwd,
         options,
