@@ -64,7 +64,10 @@ pub fn run(args: DoctorArgs) -> Result<ExitCode> {
         not_yet(&target, daemon_finding),
     ];
     if let Some(path) = &args.metrics_file {
-        findings.push(preflight::metrics(path));
+        findings.push(preflight::metrics_and_others(
+            path,
+            &target.lease_dir.resolved,
+        ));
     }
     findings.push(journals(&target, &args));
     findings.push(host_check(&target));
