@@ -14,6 +14,7 @@ pub mod doctor_rows;
 pub mod isolated;
 pub mod locks;
 pub mod mounts;
+pub mod private_host;
 pub mod wrap;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_rch-sweep");
