@@ -227,6 +227,7 @@ mod tests {
                     C=\"in\"side\"\n\
                     D=x # a comment ends it, blanks kept\n\
                     E=\"no#hash\"\n\
+                    Q=\"q\" # after the closing quote: a blank, so it stays\n\
                     F=$HOME/x\n\
                     bad-key=1\n\
                     =nothing\n\
@@ -245,6 +246,7 @@ mod tests {
                 ("C", "in\"side"),
                 ("D", "x "),
                 ("E", "no"),
+                ("Q", "q\" "),
                 ("F", "$HOME/x"),
                 ("G", "onetwo"),
                 ("H", ""),
