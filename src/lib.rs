@@ -37,6 +37,7 @@ pub mod lease;
 pub mod lease_dir;
 pub mod log;
 pub mod metrics;
+pub mod metrics_peers;
 pub mod mounts;
 pub mod observation;
 pub mod owner;

@@ -815,7 +815,7 @@ pub fn metrics_and_others(path: &Path, lease_dir: &Path) -> Finding {
     if finding.status == Status::Fail {
         return finding;
     }
-    let others = crate::metrics::other_files_for(path, lease_dir);
+    let others = crate::metrics_peers::other_files_for(path, lease_dir);
     if others.is_empty() {
         return finding;
     }

@@ -29,12 +29,12 @@ const MAX_INCLUDES: usize = 8;
 pub(super) fn plan(defaults: &Vars, account: Option<&account::Account>, cwd: &Path) -> Plan {
     let mut plan = Plan::default();
     let user = account.map_or_else(|| "this user".to_owned(), |a| a.name.clone());
+    let text = user_crontab(&user, &mut plan);
     let base = crontab::Base {
         name: vars::get(defaults, "LOGNAME").unwrap_or(&user).to_owned(),
         home: vars::get(defaults, "HOME").unwrap_or("/").to_owned(),
         pam: pam_environment(&mut plan),
     };
-    let text = user_crontab(&user, &mut plan);
     let reading = crontab::read(text.as_deref().unwrap_or_default(), &base);
     let mut sources: Vec<(Option<PathBuf>, crontab::Reading)> = vec![(None, reading)];
     sources.extend(
