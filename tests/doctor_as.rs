@@ -780,3 +780,33 @@ fn the_environment_check_names_what_a_timer_or_cron_lacks() {
         "{found}"
     );
 }
+
+/// `doctor --as` runs its checks in this very binary again, through
+/// `/proc/self/exe`; where no `/proc` is mounted it says that, rather than
+/// blaming the working directory the run would start in.
+#[test]
+fn without_proc_doctor_as_names_proc_not_the_working_directory() {
+    let world = World::new();
+    let Some(host) = cron_host(
+        "without_proc_doctor_as_names_proc_not_the_working_directory",
+        world.dir.path(),
+    ) else {
+        return;
+    };
+    let output = host
+        .command("unshare")
+        .args(["--mount", "--propagation", "private", "/bin/sh", "-c"])
+        .arg("mount -t tmpfs no-proc /proc && exec \"$0\" doctor --as cron --rch /bin/true")
+        .arg(BIN)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .output()
+        .expect("unshare");
+    let said = stderr(&output);
+    assert_eq!(output.status.code(), Some(78), "{said}");
+    assert!(
+        said.contains("through /proc/self/exe, and there is no /proc here"),
+        "{said}"
+    );
+    assert!(!said.contains("cannot run rch-sweep in"), "{said}");
+}
