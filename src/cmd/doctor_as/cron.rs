@@ -43,8 +43,41 @@ pub(super) fn plan(defaults: &Vars, account: Option<&account::Account>, cwd: &Pa
             .map(|(file, text)| (Some(file), crontab::read_system(&text, &base)))
             .filter(|(_, reading)| !reading.jobs.is_empty()),
     );
+    if decide(&sources, &user, &unreachable_program, &mut plan) {
+        return plan;
+    }
+    let (_, user_reading) = sources.swap_remove(0);
+    if text.is_some() {
+        plan.warnings.push(
+            "no line of the crontab runs rch-sweep: checked with the options given to doctor, in the environment after the crontab's last variable line"
+                .to_owned(),
+        );
+    }
+    let env = user_reading.last_env;
+    let home = vars::get(&env, "HOME").map_or_else(|| cwd.to_path_buf(), PathBuf::from);
+    plan.runs.push(Planned {
+        line: None,
+        file: None,
+        env,
+        cwd: home,
+        options: None,
+    });
+    plan
+}
+
+/// What doctor makes of the rch-sweep lines read (pure, the program
+/// lookups aside, which `unreachable` answers): a run for each line it
+/// follows, a warning for each it cannot, and when it follows none of
+/// several, the failed `environment` check. `false` when no line mentions
+/// rch-sweep (the caller then checks doctor's own options).
+fn decide(
+    sources: &[(Option<PathBuf>, crontab::Reading)],
+    user: &str,
+    unreachable: &dyn Fn(&wrappers::Lookup) -> Option<String>,
+    plan: &mut Plan,
+) -> bool {
     let mut unfollowed = Vec::new();
-    for (file, reading) in &sources {
+    for (file, reading) in sources {
         let whose = |number: usize| match file {
             None => format!("line {number}"),
             Some(file) => format!("line {number} of {}", file.display()),
@@ -60,7 +93,7 @@ pub(super) fn plan(defaults: &Vars, account: Option<&account::Account>, cwd: &Pa
                         continue;
                     }
                     for lookup in &sweep.lookups {
-                        if let Some(missing) = unreachable_program(lookup) {
+                        if let Some(missing) = unreachable(lookup) {
                             plan.warnings.push(format!("{at}: {missing}"));
                         }
                     }
@@ -87,10 +120,7 @@ pub(super) fn plan(defaults: &Vars, account: Option<&account::Account>, cwd: &Pa
             }
         }
     }
-    if !plan.runs.is_empty() {
-        return plan;
-    }
-    if !unfollowed.is_empty() {
+    if plan.runs.is_empty() && !unfollowed.is_empty() {
         // Never doctor's own options in their stead: that would check a
         // sweep cron never starts.
         plan.refused = Some(Refusal {
@@ -100,25 +130,8 @@ pub(super) fn plan(defaults: &Vars, account: Option<&account::Account>, cwd: &Pa
             ),
             fix: "make one line a command doctor follows (rch-sweep itself, through timeout, flock, nice, ionice, chronic or env, with plain >FILE, 2>&1 or </dev/null redirections), then check again with `rch-sweep doctor --as cron`".to_owned(),
         });
-        return plan;
     }
-    let (_, user_reading) = sources.swap_remove(0);
-    if text.is_some() {
-        plan.warnings.push(
-            "no line of the crontab runs rch-sweep: checked with the options given to doctor, in the environment after the crontab's last variable line"
-                .to_owned(),
-        );
-    }
-    let env = user_reading.last_env;
-    let home = vars::get(&env, "HOME").map_or_else(|| cwd.to_path_buf(), PathBuf::from);
-    plan.runs.push(Planned {
-        line: None,
-        file: None,
-        env,
-        cwd: home,
-        options: None,
-    });
-    plan
+    !plan.runs.is_empty() || !unfollowed.is_empty()
 }
 
 /// The user's crontab as `crontab -l` prints it, or `None` (said in the
@@ -375,6 +388,82 @@ mod tests {
         // No PATH (after env -i): execvp's default.
         assert_eq!(unreachable_program(&lookup("sh", None)), None);
         assert!(unreachable_program(&lookup("/nonexistent/rch-sweep", None)).is_some());
+    }
+
+    fn base() -> crontab::Base {
+        crontab::Base {
+            name: "alice".into(),
+            home: "/home/alice".into(),
+            pam: Vars::new(),
+        }
+    }
+
+    #[test]
+    fn no_followable_line_is_a_refusal_and_one_followed_line_is_not() {
+        let found = |_: &wrappers::Lookup| None;
+        let unfollowable = "@daily rch-sweep | logger\n@daily rch-sweep --as cron\n";
+        let sources = vec![
+            (None, crontab::read(unfollowable, &base())),
+            (
+                Some(PathBuf::from("/etc/cron.d/rch")),
+                crontab::read_system("@daily alice sudo rch-sweep\n", &base()),
+            ),
+        ];
+        let mut plan = Plan::default();
+        assert!(decide(&sources, "alice", &found, &mut plan));
+        assert!(plan.runs.is_empty());
+        let refused = plan.refused.expect("refused");
+        assert!(
+            refused
+                .finding
+                .contains("line 1 (@daily rch-sweep | logger): a pipe"),
+            "{}",
+            refused.finding
+        );
+        assert!(
+            refused
+                .finding
+                .contains("line 2 (@daily rch-sweep --as cron): it gives --as"),
+            "{}",
+            refused.finding
+        );
+        assert!(
+            refused
+                .finding
+                .contains("line 1 of /etc/cron.d/rch (@daily alice sudo rch-sweep): it runs sudo"),
+            "{}",
+            refused.finding
+        );
+        assert_eq!(plan.warnings.len(), 3);
+        // One line followed: the others are warnings, nothing refused.
+        let sources = vec![(
+            None,
+            crontab::read(
+                "@daily rch-sweep | logger\n@daily chronic rch-sweep -q\n",
+                &base(),
+            ),
+        )];
+        let missing = |lookup: &wrappers::Lookup| {
+            (lookup.program == "chronic").then(|| "no chronic".to_owned())
+        };
+        let mut plan = Plan::default();
+        assert!(decide(&sources, "alice", &missing, &mut plan));
+        assert!(plan.refused.is_none());
+        assert_eq!(plan.runs.len(), 1);
+        assert_eq!(
+            plan.runs[0].options.as_deref(),
+            Some(&["-q".to_owned()][..])
+        );
+        assert!(
+            plan.warnings.iter().any(|w| w == "line 2: no chronic"),
+            "{:?}",
+            plan.warnings
+        );
+        // No rch-sweep line at all: nothing decided here.
+        let sources = vec![(None, crontab::read("@daily /usr/bin/backup\n", &base()))];
+        let mut plan = Plan::default();
+        assert!(!decide(&sources, "alice", &found, &mut plan));
+        assert!(plan.runs.is_empty() && plan.refused.is_none());
     }
 
     #[test]
