@@ -33,6 +33,9 @@ pub enum Step {
     PamEnv {
         conffile: String,
         envfile: Option<String>,
+        /// `user_readenv=1`: the user's `~/.pam_environment` too (off by
+        /// default since Linux-PAM 1.5.0, deprecated).
+        user_env: bool,
     },
 }
 
@@ -73,6 +76,7 @@ pub fn steps(text: &str) -> Vec<Step> {
         }
         let mut envfile = Some(DEFAULT_ENVFILE.to_owned());
         let mut conffile = DEFAULT_CONFFILE.to_owned();
+        let mut user_env = false;
         for arg in words {
             if let Some(file) = arg.strip_prefix("envfile=").filter(|f| !f.is_empty()) {
                 if envfile.is_some() {
@@ -80,19 +84,29 @@ pub fn steps(text: &str) -> Vec<Step> {
                 }
             } else if let Some(file) = arg.strip_prefix("conffile=").filter(|f| !f.is_empty()) {
                 file.clone_into(&mut conffile);
+            } else if let Some(flag) = arg.strip_prefix("user_readenv=") {
+                user_env = atoi(flag) != 0;
             } else if let Some(flag) = arg.strip_prefix("readenv=") {
-                // atoi: leading digits, else 0.
-                let digits: String = flag.chars().take_while(char::is_ascii_digit).collect();
-                if digits.parse::<u64>().unwrap_or(0) == 0 {
+                if atoi(flag) == 0 {
                     envfile = None;
                 } else if envfile.is_none() {
                     envfile = Some(DEFAULT_ENVFILE.to_owned());
                 }
             }
         }
-        out.push(Step::PamEnv { conffile, envfile });
+        out.push(Step::PamEnv {
+            conffile,
+            envfile,
+            user_env,
+        });
     }
     out
+}
+
+/// C's `atoi` of an option's value: its leading digits, else 0.
+fn atoi(text: &str) -> u64 {
+    let digits: String = text.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().unwrap_or(0)
 }
 
 /// The logical lines of a `pam_env` file (`_assemble_line`): blank and
@@ -182,10 +196,11 @@ mod tests {
                     -session optional /lib/x86_64-linux-gnu/security/pam_env.so readenv=0 # off\n\
                     account required pam_env.so envfile=/not-read\n\
                     # session required pam_env.so envfile=/commented\n\
-                    auth [default=ignore] pam_env.so conffile=/c envfile=/e readenv=1\n";
+                    auth [default=ignore] pam_env.so conffile=/c envfile=/e readenv=1 user_readenv=1\n";
         let default = |envfile: Option<&str>| Step::PamEnv {
             conffile: DEFAULT_CONFFILE.into(),
             envfile: envfile.map(String::from),
+            user_env: false,
         };
         assert_eq!(
             steps(text),
@@ -198,7 +213,8 @@ mod tests {
                 default(None),
                 Step::PamEnv {
                     conffile: "/c".into(),
-                    envfile: Some("/e".into())
+                    envfile: Some("/e".into()),
+                    user_env: true,
                 },
             ]
         );

@@ -215,7 +215,19 @@ fn pam_environment(plan: &mut Plan) -> Vars {
 fn pam_files(text: &str, depth: usize, out: &mut Vec<(String, Option<String>)>, plan: &mut Plan) {
     for step in pam_env::steps(text) {
         match step {
-            pam_env::Step::PamEnv { conffile, envfile } => out.push((conffile, envfile)),
+            pam_env::Step::PamEnv {
+                conffile,
+                envfile,
+                user_env,
+            } => {
+                if user_env {
+                    let warning = "cron's PAM service has pam_env read each user's ~/.pam_environment (user_readenv=1), which doctor does not read: what it sets is not checked".to_owned();
+                    if !plan.warnings.contains(&warning) {
+                        plan.warnings.push(warning);
+                    }
+                }
+                out.push((conffile, envfile));
+            }
             pam_env::Step::Include(name) if depth < MAX_INCLUDES && !name.contains('/') => {
                 let path = Path::new(PAM_D).join(&name);
                 match fsio::read_regular_text(&path, MAX_TEXT) {
