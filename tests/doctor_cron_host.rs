@@ -438,3 +438,93 @@ fn a_crlf_line_is_said_to_fail_for_its_carriage_return() {
         "{text}"
     );
 }
+
+/// The prediction compared with a run of the real cron daemon (Debian's
+/// `cron -f`, inside the private host): a wrapped line with the socket
+/// variable written below it. doctor says the daemon does not answer where
+/// the line's rch looks (under the passwd entry's home), and cron's run of
+/// that very line finds it down at that same socket and starts nothing;
+/// on main doctor checked the socket below the line and said ok.
+#[test]
+fn the_prediction_matches_what_the_real_cron_daemon_runs() {
+    let Some(user) = CronUser::new("the_prediction_matches_what_the_real_cron_daemon_runs") else {
+        return;
+    };
+    if !tool_or_skip("/usr/sbin/cron", "cron") {
+        return;
+    }
+    user.world.add(&Journal::stale("hz4", 2 * HOUR_MS));
+    let rch = user.world.daemon_rch("rch", "exit 1");
+    let socket = user.world.path("rchd/rch.sock");
+    fs::create_dir_all(socket.parent().expect("parent")).expect("mkdir");
+    let _daemon = FakeDaemon::start(&socket, Reply::Healthy);
+    let out = user.world.path("cron-run.json");
+    user.hand_over();
+    let leases = user.world.leases();
+    user.crontab(&format!(
+        "* * * * * flock -n {} {BIN} --json --lease-dir {} --rch {} >{} 2>{}\n\
+         RCH_SOCKET_PATH={}\n",
+        user.world.path("sweep.lock").display(),
+        leases.display(),
+        rch.display(),
+        out.display(),
+        user.world.path("cron-run.err").display(),
+        socket.display()
+    ));
+    let output = user.doctor(&["doctor", "--as", "cron", "--json"]);
+    let predicted = one_document(&output);
+    assert_eq!(output.status.code(), Some(1), "{predicted}");
+    let report = &predicted["reports"][0];
+    assert_eq!(row(report, "daemon")["status"], "fail", "{predicted}");
+
+    // Only the test's line may run: the host's own system crontabs
+    // (run-parts of /etc/cron.hourly, say) are emptied inside.
+    user.host.write(Path::new("/etc/crontab"), b"");
+    let emptied = user
+        .host
+        .command("/bin/sh")
+        .args(["-c", "rm -f /etc/cron.d/* /etc/cron.d/.[!.]*"])
+        .output()
+        .expect("sh");
+    assert!(emptied.status.success(), "{}", stderr(&emptied));
+    // cron runs the line at the next minute or the one after.
+    let mut cron = user
+        .host
+        .command("/usr/sbin/cron")
+        .arg("-f")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("cron -f");
+    let mut ran = None;
+    for _ in 0..150 {
+        if let Ok(text) = fs::read_to_string(&out)
+            && let Ok(document) = serde_json::from_str::<Value>(&text)
+        {
+            ran = Some(document);
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_secs(1));
+    }
+    let _ = cron.kill();
+    let _ = cron.wait();
+    // A bound on waiting for cron, not a timing: it runs each minute.
+    let ran = ran.unwrap_or_else(|| {
+        panic!(
+            "cron did not run the line within 150 s: {:?}",
+            fs::read_to_string(&out)
+        )
+    });
+    // Where the run looked, and that nothing answered there: what doctor
+    // said.
+    let looked = ran["daemon"]["socket"].as_str().unwrap_or_default();
+    assert_eq!(
+        looked,
+        utf8(&user.home().join(".cache/rch/rch.sock")),
+        "{ran}"
+    );
+    assert_eq!(ran["daemon"]["up"], false, "{ran}");
+    assert_ne!(ran["exit_code"], 0, "{ran}");
+    assert_eq!(ran["attempted"], 0, "{ran}");
+    assert!(finding(report, "daemon").contains(looked), "{predicted}");
+}
