@@ -8,8 +8,10 @@
 //! Every test makes its account (the real `useradd`), its crontab (the
 //! real `crontab`) and its files under `/etc` inside a [`PrivateHost`], so
 //! the host's accounts, crontabs and `/etc` stay as they were; doctor runs
-//! there as that account. They need root (CI runs as root) and skip
-//! without it.
+//! there as that account. One compares doctor's prediction with a run of
+//! the real cron daemon (`cron -f`, started inside with the host's system
+//! crontabs emptied there, and killed at its end; it waits for cron's
+//! next minute). They need root (CI runs as root) and skip without it.
 
 mod common;
 
