@@ -15,8 +15,8 @@
 //! environment, working directory) or why doctor cannot follow it. Plain
 //! functions over the crontab's text; `crontab -l` is run elsewhere.
 
-use crate::shell_words;
 use crate::vars::{Vars as Env, get, set};
+use crate::{shell_words, wrappers};
 
 /// What one line of a crontab is.
 #[derive(Debug, PartialEq, Eq)]
@@ -184,17 +184,57 @@ pub fn cron_command(command: &str) -> Option<String> {
     Some(out)
 }
 
-/// A job line that runs rch-sweep as a simple command.
+/// What cron gives every job of an account before the crontab's own
+/// lines: the account's passwd entry (`HOME`, `LOGNAME`) and what
+/// `pam_env` set for cron's PAM session (`/etc/environment`,
+/// `/etc/default/locale`, in the order read).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Base {
+    pub name: String,
+    pub home: String,
+    pub pam: Env,
+}
+
+/// The environment Debian's cron (3.0pl1-162) gives a job: its entry's
+/// environment is the crontab's variable lines above it, then `SHELL`,
+/// `HOME` (the passwd entry's) and `PATH` for what those left unset, and
+/// `LOGNAME` from the passwd entry whatever the crontab says (crontab(5):
+/// it "may not be changed"); `build_env` then lays that over pam_env's
+/// list, so cron's own settings win over `/etc/environment`'s.
+pub fn job_env(base: &Base, above: &Env) -> Env {
+    let mut own = above.clone();
+    for (name, default) in [
+        ("SHELL", "/bin/sh"),
+        ("HOME", base.home.as_str()),
+        ("PATH", crate::route::CRON_PATH),
+    ] {
+        if get(&own, name).is_none() {
+            set(&mut own, name, default);
+        }
+    }
+    set(&mut own, "LOGNAME", &base.name);
+    let mut env = base.pam.clone();
+    for (name, value) in &own {
+        set(&mut env, name, value);
+    }
+    env
+}
+
+/// A job line that runs rch-sweep, followed to it.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Sweep {
     /// The program as the line names it (`rch-sweep`, `/usr/bin/rch-sweep`).
     pub program: String,
     /// Its options (a leading `run` dropped).
     pub args: Vec<String>,
-    /// The line's environment with the command's own assignments on top.
+    /// The environment it gets: the line's, with what the command and its
+    /// wrappers change.
     pub env: Env,
-    /// Where cron starts it: the line's `HOME`.
+    /// Where it starts: the line's `HOME` (cron changes to it), unless
+    /// `env -C` says otherwise.
     pub cwd: String,
+    /// Every program that must be found for it to start.
+    pub lookups: Vec<wrappers::Lookup>,
 }
 
 /// What doctor makes of a job line that mentions rch-sweep.
@@ -203,6 +243,8 @@ pub enum Follow {
     Sweep(Sweep),
     /// Why doctor cannot check it as it runs.
     Cannot(String),
+    /// Why it fails at every run, whatever the sweep would find.
+    Fails(String),
 }
 
 /// A job line that mentions rch-sweep.
@@ -212,13 +254,13 @@ pub struct Job {
     pub number: usize,
     /// The line as `crontab -l` printed it (a CR as `\r`).
     pub text: String,
-    /// It ends in a carriage return, which the command's last word keeps.
+    /// It ends in a carriage return, which the command keeps.
     pub carriage_return: bool,
     pub follow: Follow,
 }
 
 /// What a crontab gives: every job line that mentions rch-sweep, and the
-/// environment after its last variable line.
+/// environment a job after its last line would get.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Reading {
     pub jobs: Vec<Job>,
@@ -235,40 +277,70 @@ const NOT_A_SWEEP: [&str; 6] = [
     "help",
 ];
 
-/// Reads a user's crontab (`crontab -l`'s output) over cron's `defaults`.
-pub fn read(text: &str, defaults: Env) -> Reading {
-    let mut env = defaults;
+/// Reads a user's crontab (`crontab -l`'s output) as cron runs it for
+/// `base`'s account.
+pub fn read(text: &str, base: &Base) -> Reading {
+    read_lines(text, base, None)
+}
+
+/// Reads a system crontab (`/etc/crontab`, `/etc/cron.d/*`: a user field
+/// after the schedule): the lines run as `base`'s account, each in the
+/// environment of the file's own variable lines above it.
+pub fn read_system(text: &str, base: &Base) -> Reading {
+    read_lines(text, base, Some(&base.name))
+}
+
+fn read_lines(text: &str, base: &Base, system_user: Option<&str>) -> Reading {
+    let mut above = Env::new();
     let mut jobs = Vec::new();
     for (index, line) in text.split('\n').enumerate() {
-        match entry(line) {
-            CronLine::Variable { name, value } => set(&mut env, &name, &value),
-            CronLine::Job { mut command, .. } if command.contains("rch-sweep") => {
-                let (shown, carriage_return) = without_cr(line);
-                if carriage_return {
-                    command.push('\r');
-                }
-                jobs.push(Job {
-                    number: index + 1,
-                    text: if carriage_return {
-                        format!("{shown}\\r")
-                    } else {
-                        shown.to_owned()
-                    },
-                    carriage_return,
-                    follow: follow(&command, &env),
-                });
-            }
-            _ => {}
+        let (shown, carriage_return) = without_cr(line);
+        let trimmed = shown.trim_start_matches([' ', '\t']);
+        if trimmed.starts_with('#') {
+            continue;
         }
+        if let Some((name, value)) = variable(trimmed) {
+            set(&mut above, &name, &value);
+            continue;
+        }
+        let Some((_, user, mut command)) = job(trimmed, system_user.is_some()) else {
+            continue;
+        };
+        if system_user.is_some_and(|wanted| wanted != user) || !command.contains("rch-sweep") {
+            continue;
+        }
+        // cron keeps a CR in the command (see [`follow`]).
+        if carriage_return {
+            command.push('\r');
+        }
+        jobs.push(Job {
+            number: index + 1,
+            text: if carriage_return {
+                format!("{shown}\\r")
+            } else {
+                shown.to_owned()
+            },
+            carriage_return,
+            follow: follow(&command, &job_env(base, &above)),
+        });
     }
     Reading {
         jobs,
-        last_env: env,
+        last_env: job_env(base, &above),
     }
 }
 
 /// The sweep a job line's command runs in `env`, or why doctor cannot
-/// follow it.
+/// follow it, or why it fails.
+///
+/// A carriage return at the end of a line (a crontab saved with Windows
+/// line ends) is no line end to Debian's cron: `load_entry` reads the
+/// command up to the newline, so the CR is its last character, and the
+/// shell makes it part of the last word (`--quiet` arrives as
+/// `--quiet\r`). Unless that word is a comment, the line then fails or
+/// names another file at every run, so that is what doctor says, rather
+/// than checking a sweep cron never starts (or showing clap's message
+/// about an argument that looks like one it knows).
 fn follow(command: &str, env: &Env) -> Follow {
     let Some(command) = cron_command(command) else {
         return Follow::Cannot(
@@ -279,18 +351,22 @@ fn follow(command: &str, env: &Env) -> Follow {
     let lookup = |name: &str| get(env, name).map(str::to_owned);
     let split = match shell_words::split(&command, &lookup) {
         Ok(split) => split,
+        Err(why) if command.ends_with('\r') => {
+            return Follow::Fails(format!(
+                "the line ends in a carriage return, which cron keeps in the command, and sh reads it as part of {why}; remove it (sed -i 's/\\r$//' FILE, then crontab FILE)"
+            ));
+        }
         Err(why) => return Follow::Cannot(why),
     };
-    let Some((program, args)) = split.words.split_first() else {
-        return Follow::Cannot("no command, only variable assignments".to_owned());
+    let home = get(env, "HOME").unwrap_or("/").to_owned();
+    let started = match wrappers::follow(&split, env, &home) {
+        Ok(started) => started,
+        Err(why) => return carriage_return(&split).map_or(Follow::Cannot(why), Follow::Fails),
     };
-    let name = program.rsplit('/').next().unwrap_or_default();
-    if name != "rch-sweep" {
-        return Follow::Cannot(format!(
-            "it runs {program}, not rch-sweep (doctor follows only a line whose command is rch-sweep itself)"
-        ));
+    if let Some(why) = carriage_return(&split) {
+        return Follow::Fails(why);
     }
-    let mut args = args.to_vec();
+    let mut args = started.args;
     if args.first().is_some_and(|first| first == "run") {
         args.remove(0);
     }
@@ -300,51 +376,62 @@ fn follow(command: &str, env: &Env) -> Follow {
     {
         return Follow::Cannot(format!("it runs `rch-sweep {sub}`, not a sweep"));
     }
-    let cwd = get(env, "HOME").unwrap_or("/").to_owned();
-    let mut line_env = env.clone();
-    for (name, value) in &split.assignments {
-        set(&mut line_env, name, value);
-    }
     Follow::Sweep(Sweep {
-        program: program.clone(),
+        program: started.program,
         args,
-        env: line_env,
-        cwd,
+        env: started.env,
+        cwd: started.cwd,
+        lookups: started.lookups,
     })
 }
 
-/// The lines of a system crontab (`/etc/crontab`, `/etc/cron.d/*`: a user
-/// field after the schedule) that run a command mentioning rch-sweep as
-/// `user`: their numbers.
-pub fn system_lines_for(text: &str, user: &str) -> Vec<usize> {
-    text.split('\n')
+/// What a carriage return kept in a word of the command does, if one is.
+fn carriage_return(split: &shell_words::SimpleCommand) -> Option<String> {
+    let files = split.redirections.iter().filter_map(|r| match r {
+        shell_words::Redirection::ToFile { file, .. } => Some(file),
+        _ => None,
+    });
+    let (word, what) = split
+        .words
+        .iter()
         .enumerate()
-        .filter_map(|(index, line)| {
-            let (line, _) = without_cr(line);
-            let trimmed = line.trim_start_matches([' ', '\t']);
-            if trimmed.starts_with('#') || variable(trimmed).is_some() {
-                return None;
-            }
-            let (_, whose, command) = job(trimmed, true)?;
-            (whose == user && command.contains("rch-sweep")).then_some(index + 1)
+        .map(|(index, word)| {
+            let what = if index == 0 {
+                "sh finds no program of that name (exit 127)"
+            } else if word.starts_with('-') {
+                "rch-sweep refuses an argument it does not know (exit 2)"
+            } else {
+                "the program gets that word with the CR in it (another file, folder or command than meant)"
+            };
+            (word, what)
         })
-        .collect()
+        .chain(split.assignments.iter().map(|(_, value)| {
+            (value, "the variable's value ends in that CR")
+        }))
+        .chain(files.map(|file| (file, "the output goes to a file whose name ends in that CR")))
+        .find(|(word, _)| word.contains('\r'))?;
+    Some(format!(
+        "the line ends in a carriage return (the crontab was saved with Windows line ends), which cron keeps in the command: the word {} ends in it, so {what}; remove it (sed -i 's/\\r$//' FILE, then crontab FILE)",
+        word.escape_debug()
+    ))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn defaults() -> Env {
-        [
-            ("HOME", "/home/alice"),
-            ("LOGNAME", "alice"),
-            ("SHELL", "/bin/sh"),
-            ("PATH", "/usr/bin:/bin"),
-        ]
-        .iter()
-        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-        .collect()
+    fn pairs(list: &[(&str, &str)]) -> Env {
+        list.iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    fn defaults() -> Base {
+        Base {
+            name: "alice".into(),
+            home: "/home/alice".into(),
+            pam: Env::new(),
+        }
     }
 
     fn var(name: &str, value: &str) -> CronLine {
@@ -413,7 +500,9 @@ mod tests {
     fn sweep(job: &Job) -> &Sweep {
         match &job.follow {
             Follow::Sweep(sweep) => sweep,
-            Follow::Cannot(why) => panic!("line {} not followed: {why}", job.number),
+            Follow::Cannot(why) | Follow::Fails(why) => {
+                panic!("line {} not followed: {why}", job.number)
+            }
         }
     }
 
@@ -428,7 +517,7 @@ mod tests {
                     */5 * * * * RCH_SOCKET_PATH=/s $HOME/bin/rch-sweep run --lease-dir \"$HOME/l\" --metrics-file /m\n\
                     0 * * * * /usr/bin/backup\n\
                     LAST=1\n";
-        let reading = read(text, defaults());
+        let reading = read(text, &defaults());
         assert_eq!(reading.jobs.len(), 2, "{reading:?}");
         let first = &reading.jobs[0];
         assert_eq!(first.number, 3);
@@ -450,8 +539,22 @@ mod tests {
         assert_eq!(second.cwd, "/srv/alice");
         assert_eq!(get(&second.env, "XDG_RUNTIME_DIR"), Some("/run/user/1000"));
         assert_eq!(get(&second.env, "RCH_SOCKET_PATH"), Some("/s"));
-        // HOME overridden in place, the order kept.
-        assert_eq!(second.env[0], ("HOME".into(), "/srv/alice".into()));
+        // cron's order: the variable lines above, then its defaults for
+        // what they left unset, LOGNAME last, then the command's own.
+        let names: Vec<&str> = second.env.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "MAILTO",
+                "XDG_RUNTIME_DIR",
+                "HOME",
+                "SHELL",
+                "PATH",
+                "LOGNAME",
+                "RCH_SOCKET_PATH"
+            ]
+        );
+        assert_eq!(get(&second.env, "HOME"), Some("/srv/alice"));
         assert_eq!(get(&reading.last_env, "LAST"), Some("1"));
         assert_eq!(get(&reading.last_env, "RCH_SOCKET_PATH"), None);
         assert!(!reading.jobs[0].carriage_return);
@@ -462,13 +565,82 @@ mod tests {
         // As Debian's crontab -l prints it (\r), and as a CR.
         for cr in ["\\r", "\r"] {
             let text = format!("A=\"b\"{cr}\n*/5 * * * * rch-sweep --quiet{cr}\n");
-            let reading = read(&text, defaults());
+            let reading = read(&text, &defaults());
             assert_eq!(get(&reading.last_env, "A"), Some("b"), "{cr:?}");
             let job = &reading.jobs[0];
             assert!(job.carriage_return);
             assert_eq!(job.text, "*/5 * * * * rch-sweep --quiet\\r");
-            assert_eq!(sweep(job).args, ["--quiet\r"]);
+            let Follow::Fails(why) = &job.follow else {
+                panic!("{job:?}");
+            };
+            assert!(
+                why.contains("the word --quiet\\r ends in it, so rch-sweep refuses an argument it does not know (exit 2)"),
+                "{why}"
+            );
         }
+        // In the program's name, in a redirection, inside a comment.
+        let fails = |line: &str| match &read(line, &defaults()).jobs[0].follow {
+            Follow::Fails(why) => why.clone(),
+            other => panic!("{line}: {other:?}"),
+        };
+        assert!(fails("@daily rch-sweep\r").contains("no program of that name"));
+        assert!(fails("@daily rch-sweep >/l\r").contains("a file whose name ends"));
+        assert!(fails("@daily rch-sweep 2>&1\r").contains("sh reads it as part of a redirection"));
+        let job = &read("@daily rch-sweep -q # x\r", &defaults()).jobs[0];
+        assert_eq!(sweep(job).args, ["-q"]);
+    }
+
+    #[test]
+    fn crons_environment_for_a_line() {
+        let base = Base {
+            name: "alice".into(),
+            home: "/home/alice".into(),
+            pam: pairs(&[
+                ("LANG", "C.UTF-8"),
+                ("PATH", "/pam/bin"),
+                ("RCH_STATE_HOME", "/srv/state"),
+                ("HOME", "/pam/home"),
+            ]),
+        };
+        // pam_env's first, cron's own over them; nothing of the crontab.
+        assert_eq!(
+            job_env(&base, &Env::new()),
+            pairs(&[
+                ("LANG", "C.UTF-8"),
+                ("PATH", "/usr/bin:/bin"),
+                ("RCH_STATE_HOME", "/srv/state"),
+                ("HOME", "/home/alice"),
+                ("SHELL", "/bin/sh"),
+                ("LOGNAME", "alice"),
+            ])
+        );
+        // The crontab's lines win over both, but for LOGNAME.
+        let above = pairs(&[
+            ("LOGNAME", "mallory"),
+            ("HOME", "/srv/alice"),
+            ("RCH_STATE_HOME", "/crontab"),
+            ("SHELL", "/bin/bash"),
+        ]);
+        let env = job_env(&base, &above);
+        assert_eq!(get(&env, "LOGNAME"), Some("alice"));
+        assert_eq!(get(&env, "HOME"), Some("/srv/alice"));
+        assert_eq!(get(&env, "RCH_STATE_HOME"), Some("/crontab"));
+        assert_eq!(get(&env, "SHELL"), Some("/bin/bash"));
+        assert_eq!(get(&env, "PATH"), Some("/usr/bin:/bin"));
+    }
+
+    #[test]
+    fn a_variable_below_a_line_never_reaches_it() {
+        let text = "*/5 * * * * flock -n /tmp/l rch-sweep --quiet\n\
+                    RCH_SOCKET_PATH=/run/rch.sock\n";
+        let reading = read(text, &defaults());
+        let job = sweep(&reading.jobs[0]);
+        assert_eq!(get(&job.env, "RCH_SOCKET_PATH"), None);
+        assert_eq!(job.args, ["--quiet"]);
+        assert_eq!(
+            get(&reading.last_env, "RCH_SOCKET_PATH"),
+            Some("/run/rch.sock")
+        );
     }
 
     #[test]
@@ -478,24 +650,26 @@ mod tests {
                     @daily rch-sweep >/tmp/out-%H\n\
                     @daily flock -n /tmp/l rch-sweep\n\
                     @daily rch-sweep status\n\
+                    @daily sudo rch-sweep\n\
                     # @daily rch-sweep | x\n\
                     @daily /usr/bin/rch-sweep\n";
-        let reading = read(text, defaults());
+        let reading = read(text, &defaults());
         let whys: Vec<(usize, String)> = reading
             .jobs
             .iter()
             .map(|job| match &job.follow {
-                Follow::Cannot(why) => (job.number, why.clone()),
+                Follow::Cannot(why) | Follow::Fails(why) => (job.number, why.clone()),
                 Follow::Sweep(_) => (job.number, "followed".to_owned()),
             })
             .collect();
-        assert_eq!(whys.len(), 6, "{whys:?}");
+        assert_eq!(whys.len(), 7, "{whys:?}");
         assert!(whys[0].1.contains("a pipe"), "{whys:?}");
         assert!(whys[1].1.contains("command substitution"), "{whys:?}");
         assert!(whys[2].1.contains("unescaped %"), "{whys:?}");
-        assert!(whys[3].1.contains("it runs flock"), "{whys:?}");
+        assert_eq!(whys[3], (4, "followed".to_owned()));
         assert!(whys[4].1.contains("`rch-sweep status`"), "{whys:?}");
-        assert_eq!(whys[5], (7, "followed".to_owned()));
+        assert!(whys[5].1.contains("it runs sudo"), "{whys:?}");
+        assert_eq!(whys[6], (8, "followed".to_owned()));
     }
 
     #[test]
@@ -506,7 +680,16 @@ mod tests {
                     @daily alice /usr/bin/backup\n\
                     #*/5 * * * * alice rch-sweep\n\
                     @hourly alice /usr/bin/rch-sweep\n";
-        assert_eq!(system_lines_for(text, "alice"), [2, 6]);
-        assert_eq!(system_lines_for(text, "carol"), Vec::<usize>::new());
+        let reading = read_system(text, &defaults());
+        let numbers: Vec<usize> = reading.jobs.iter().map(|j| j.number).collect();
+        assert_eq!(numbers, [2, 6]);
+        let job = sweep(&reading.jobs[0]);
+        assert_eq!(job.args, ["--quiet"]);
+        assert_eq!(get(&job.env, "LOGNAME"), Some("alice"));
+        let carol = Base {
+            name: "carol".into(),
+            ..defaults()
+        };
+        assert!(read_system(text, &carol).jobs.is_empty());
     }
 }

@@ -404,6 +404,12 @@ impl std::fmt::Display for NotRead {
 /// refused unread, so a FIFO or `/dev/zero` never blocks the read or
 /// grows it without end; the read stops one byte past `limit`.
 pub fn read_regular_text(path: &Path, limit: u64) -> Result<String, NotRead> {
+    read_regular(path, limit).map(|(text, _)| text)
+}
+
+/// [`read_regular_text`], with what `fstat` said of the file read (its
+/// owner and mode, for a reader with rules about them, as cron has).
+pub fn read_regular(path: &Path, limit: u64) -> Result<(String, std::fs::Metadata), NotRead> {
     use std::io::Read;
     let file = std::fs::OpenOptions::new()
         .read(true)
@@ -422,8 +428,9 @@ pub fn read_regular_text(path: &Path, limit: u64) -> Result<String, NotRead> {
     if bytes.len() as u64 > limit {
         return Err(NotRead::TooLarge(limit));
     }
-    String::from_utf8(bytes)
-        .map_err(|error| NotRead::Io(io::Error::new(io::ErrorKind::InvalidData, error)))
+    let text = String::from_utf8(bytes)
+        .map_err(|error| NotRead::Io(io::Error::new(io::ErrorKind::InvalidData, error)))?;
+    Ok((text, meta))
 }
 
 #[cfg(test)]

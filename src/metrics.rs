@@ -62,6 +62,12 @@ fn lease_dir_label(lease_dir: &Path) -> String {
     )
 }
 
+/// The `lease_dir` label's value (escaped) that a run sweeping
+/// `lease_dir` writes.
+pub fn lease_dir_label_value(lease_dir: &Path) -> String {
+    escape_label_value(&absolute(lease_dir).to_string_lossy())
+}
+
 /// Renders the metrics text. `last_success_unix_ms` comes from the state
 /// file, so it survives runs that failed. The series come in a fixed
 /// order: when the run was and how long it took, what it found, how it

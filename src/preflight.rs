@@ -807,6 +807,46 @@ pub fn metrics(path: &Path) -> Finding {
     }
 }
 
+/// [`metrics`], and another `.prom` file in the same folder that holds
+/// `rch_sweep_` series for the same lease directory: node_exporter serves
+/// one of the two, stale or not (SPEC, sixth wave), so that is a warning.
+pub fn metrics_and_others(path: &Path, lease_dir: &Path) -> Finding {
+    let finding = metrics(path);
+    if finding.status == Status::Fail {
+        return finding;
+    }
+    let others = crate::metrics_peers::other_files_for(path, lease_dir);
+    if others.is_empty() {
+        return finding;
+    }
+    let names: Vec<String> = others.iter().map(|o| o.display().to_string()).collect();
+    let said = format!(
+        "{} also holds rch_sweep_ series for lease_dir=\"{}\": node_exporter serves one file's series or the other's, stale or not",
+        names.join(" and "),
+        lease_dir.display()
+    );
+    let fix = format!(
+        "remove {} (a sweep of this lease directory writes only {})",
+        names.join(" and "),
+        path.display()
+    );
+    match finding.status {
+        Status::Ok => Finding::warn(
+            DoctorCheck::Metrics,
+            format!("{}; but {said}", finding.finding),
+            fix,
+        ),
+        _ => Finding::warn(
+            DoctorCheck::Metrics,
+            format!("{}; {said}", finding.finding),
+            match finding.fix {
+                Some(first) => format!("{first}; {fix}"),
+                None => fix,
+            },
+        ),
+    }
+}
+
 /// Why the folder of the metrics file at `path` cannot take it, if it
 /// cannot: not a directory, not writable by this user, missing, or not to
 /// be looked at.

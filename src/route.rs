@@ -51,8 +51,10 @@ pub struct RouteEnv {
 
 /// What `route` gives a run by this user before its own configuration
 /// (the crontab's variable lines, the unit's settings) is read, as SPEC
-/// lists it: cron's defaults, `HOME` and `LOGNAME` (as this process has
-/// them, else from the account), `SHELL=/bin/sh` and `PATH=/usr/bin:/bin`;
+/// lists it: cron's defaults, `HOME` and `LOGNAME` from the account's
+/// passwd entry (Debian's crontab(5); never this process's own, which `su`
+/// or `sudo -E` may have kept from another account), `SHELL=/bin/sh` and
+/// `PATH=/usr/bin:/bin`;
 /// for the units what systemd sets from the account (`HOME`, `USER`,
 /// `LOGNAME`, `SHELL`; for the user manager also `XDG_RUNTIME_DIR`), the
 /// `PATH` coming from the unit or the manager. Each starts in the home
@@ -73,19 +75,22 @@ pub fn environment(
     let account_home = || from_account(|a| a.home.clone().into_os_string());
     let account_name = || from_account(|a| a.name.clone().into());
     let home = match route {
-        Route::Cron => var("HOME").or_else(account_home),
+        Route::Cron => account_home(),
         Route::UserTimer | Route::SystemTimer => account_home().or_else(|| var("HOME")),
     }
-    .ok_or_else(|| {
-        format!(
+    .ok_or_else(|| match route {
+        Route::Cron => format!(
+            "cannot tell the home folder cron would start in: uid {uid} has no entry in the password database, where cron takes HOME from"
+        ),
+        Route::UserTimer | Route::SystemTimer => format!(
             "cannot tell the home folder {} would start in: this process has no HOME and uid {uid} has no entry in the password database",
             route.as_str()
-        )
+        ),
     })?;
     let mut vars: Vec<(&'static str, OsString)> = vec![("HOME", home.clone())];
     match route {
         Route::Cron => {
-            if let Some(name) = var("LOGNAME").or_else(account_name) {
+            if let Some(name) = account_name() {
                 vars.push(("LOGNAME", name));
             }
             vars.push(("SHELL", "/bin/sh".into()));
@@ -384,6 +389,8 @@ mod tests {
 
     #[test]
     fn cron_passes_four_variables_and_starts_in_home() {
+        // HOME and LOGNAME are the passwd entry's, whatever this process
+        // has (after `su`, another account's).
         let shell = env(&[
             ("HOME", "/srv/alice"),
             ("LOGNAME", "al"),
@@ -394,21 +401,18 @@ mod tests {
         assert_eq!(
             vars(&cron),
             [
-                ("HOME", "/srv/alice"),
-                ("LOGNAME", "al"),
+                ("HOME", "/home/alice"),
+                ("LOGNAME", "alice"),
                 ("SHELL", "/bin/sh"),
                 ("PATH", "/usr/bin:/bin")
             ]
         );
-        assert_eq!(cron.cwd, Path::new("/srv/alice"));
-        // Without them in this process (an empty one counts as unset), the
-        // account's.
-        let cron =
-            environment(Route::Cron, 1000, Some(&alice()), env(&[("HOME", "")])).expect("cron");
-        assert_eq!(
-            vars(&cron)[..2],
-            [("HOME", "/home/alice"), ("LOGNAME", "alice")]
-        );
+        assert_eq!(cron.cwd, Path::new("/home/alice"));
+        // No entry: cron runs no crontab for it, and doctor says it cannot
+        // tell, whatever HOME this process has.
+        let none =
+            environment(Route::Cron, 4242, None, env(&[("HOME", "/h")])).expect_err("no entry");
+        assert!(none.contains("uid 4242"), "{none}");
     }
 
     #[test]

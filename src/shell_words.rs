@@ -6,12 +6,15 @@
 //! `/bin/sh -c`, so the words rch-sweep receives are the shell's: quotes
 //! removed, backslashes taken, `$NAME` and `${NAME}` expanded (and, outside
 //! double quotes, split at blanks), a leading `~` made the home folder,
-//! `NAME=value` words before the command set for it alone. Anything more
-//! (a pipe, a list, a redirection, a command substitution, a glob, a
-//! parameter expansion with an operator) would make the words depend on
-//! what the shell does at run time, so [`split`] refuses it, naming it,
-//! rather than guess: doctor lists such a line and says it cannot follow
-//! it. A function over plain text and an environment: no shell runs.
+//! `NAME=value` words before the command set for it alone, and the
+//! redirections crontabs use to keep cron's mail quiet (`>F`, `>>F`, `2>F`,
+//! `2>>F`, `2>&1`, `>&2`, `</dev/null`): they change where output goes,
+//! never the words. Anything more (a pipe, a list, another redirection, a
+//! command substitution, a glob, a parameter expansion with an operator)
+//! would make the words depend on what the shell does at run time, so
+//! [`split`] refuses it, naming it, rather than guess: doctor lists such a
+//! line and says it cannot follow it. A function over plain text and an
+//! environment: no shell runs.
 
 /// A simple command: its variable assignments and its words, as the shell
 /// would hand them to `execve`.
@@ -21,6 +24,19 @@ pub struct SimpleCommand {
     pub assignments: Vec<(String, String)>,
     /// The program and its arguments.
     pub words: Vec<String>,
+    /// Where output goes, in order (the words do not depend on it).
+    pub redirections: Vec<Redirection>,
+}
+
+/// One redirection of the few [`split`] follows.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Redirection {
+    /// `N>FILE` (`append`: `N>>FILE`), N 1 or 2, the file expanded.
+    ToFile { fd: u8, file: String, append: bool },
+    /// `N>&M`: descriptor N made a copy of M (1 or 2 each).
+    Copy { fd: u8, to: u8 },
+    /// `</dev/null`.
+    NullInput,
 }
 
 /// Splits `command` as `/bin/sh` would, `$NAME` expanded from `env` (an
@@ -40,6 +56,10 @@ pub fn split(command: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Simp
             Some('#') => break,
             Some(_) => {}
         }
+        if let Some(redirection) = reader.redirection()? {
+            out.redirections.push(redirection);
+            continue;
+        }
         if out.words.is_empty()
             && let Some(name) = reader.assignment_name()
         {
@@ -52,8 +72,9 @@ pub fn split(command: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Simp
     Ok(out)
 }
 
-/// Whether a word is an assignment's value (expanded, never split, `~`
-/// after `=` and `:`) or a command word (split where unquoted).
+/// Whether a word is an assignment's value or a redirection's file
+/// (expanded, never split, `~` after `=` and `:`) or a command word (split
+/// where unquoted).
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum WordKind {
     Assignment,
@@ -125,7 +146,6 @@ fn operator(c: char) -> Option<&'static str> {
         '|' => "a pipe (|)",
         ';' => "a command list (;)",
         '&' => "a background job or && (&)",
-        '<' | '>' => "a redirection (< or >)",
         '(' | ')' => "a subshell or function (parentheses)",
         '`' => "a command substitution (a backquote)",
         '*' | '?' | '[' => "a file name pattern (*, ? or [)",
@@ -135,6 +155,94 @@ fn operator(c: char) -> Option<&'static str> {
 }
 
 impl Reader<'_> {
+    /// At an unquoted redirection (`[N]>`, `[N]>>`, `[N]>&M`, `[N]<`): the
+    /// one it is, the reader moved past its file; `None` (reader unmoved)
+    /// at anything else; `Err` for a redirection doctor does not follow.
+    fn redirection(&mut self) -> Result<Option<Redirection>, String> {
+        let mut at = self.at;
+        while self.chars.get(at).is_some_and(char::is_ascii_digit) {
+            at += 1;
+        }
+        let Some(&op @ ('<' | '>')) = self.chars.get(at) else {
+            return Ok(None);
+        };
+        let digits: String = self.chars[self.at..at].iter().collect();
+        let fd = match (digits.as_str(), op) {
+            ("", '>') | ("1", _) => 1,
+            ("", '<') | ("0", _) => 0,
+            ("2", _) => 2,
+            _ => {
+                return Err(format!(
+                    "a redirection of descriptor {digits} (doctor follows only >FILE, >>FILE, 2>FILE, 2>&1, >&2 and </dev/null)"
+                ));
+            }
+        };
+        let unfollowed = |what: &str| {
+            format!(
+                "a redirection doctor does not follow ({what}; it follows only >FILE, >>FILE, 2>FILE, 2>&1, >&2 and </dev/null)"
+            )
+        };
+        self.at = at + 1;
+        let next = self.peek();
+        if op == '<' {
+            if fd != 0 || matches!(next, Some('<' | '>' | '&')) {
+                return Err(unfollowed(&format!("{digits}<{}", next.unwrap_or(' '))));
+            }
+            let file = self.target()?;
+            if file != "/dev/null" {
+                return Err(unfollowed(&format!("<{file}")));
+            }
+            return Ok(Some(Redirection::NullInput));
+        }
+        if fd == 0 {
+            return Err(unfollowed(&format!("{digits}>")));
+        }
+        match next {
+            Some('&') => {
+                self.at += 1;
+                let to = match (self.peek(), self.peek_at(1)) {
+                    (Some(c @ ('1' | '2')), None | Some(' ' | '\t' | '<' | '>')) => c,
+                    _ => {
+                        let rest: String = self.chars[self.at..]
+                            .iter()
+                            .take_while(|c| !matches!(c, ' ' | '\t'))
+                            .collect();
+                        return Err(unfollowed(&format!("{digits}>&{rest}")));
+                    }
+                };
+                self.at += 1;
+                Ok(Some(Redirection::Copy {
+                    fd,
+                    to: if to == '1' { 1 } else { 2 },
+                }))
+            }
+            Some('|' | '<') => Err(unfollowed(&format!("{digits}>{}", next.unwrap_or(' ')))),
+            Some('>') => {
+                self.at += 1;
+                Ok(Some(Redirection::ToFile {
+                    fd,
+                    file: self.target()?,
+                    append: true,
+                }))
+            }
+            _ => Ok(Some(Redirection::ToFile {
+                fd,
+                file: self.target()?,
+                append: false,
+            })),
+        }
+    }
+
+    /// The file a redirection names: the next word (blanks before it
+    /// allowed), expanded but never split.
+    fn target(&mut self) -> Result<String, String> {
+        self.skip_blanks();
+        match self.peek() {
+            None | Some('<' | '>' | '#') => Err("a redirection with no file after it".to_owned()),
+            Some(_) => Ok(self.word(WordKind::Assignment)?.concat()),
+        }
+    }
+
     fn peek(&self) -> Option<char> {
         self.chars.get(self.at).copied()
     }
@@ -193,7 +301,8 @@ impl Reader<'_> {
         }
         let mut word_start = true;
         while let Some(c) = self.peek() {
-            if matches!(c, ' ' | '\t') {
+            // A redirection operator ends the word before it (`a>f`).
+            if matches!(c, ' ' | '\t' | '<' | '>') {
                 break;
             }
             if c == '~' && word_start {
@@ -424,8 +533,14 @@ mod tests {
             ("rch-sweep | logger", "a pipe"),
             ("rch-sweep;true", "a command list"),
             ("rch-sweep && true", "&&"),
-            ("rch-sweep >/dev/null 2>&1", "a redirection"),
-            ("rch-sweep < x", "a redirection"),
+            ("rch-sweep 3>/x", "descriptor 3"),
+            ("rch-sweep < x", "a redirection doctor does not follow (<x"),
+            ("rch-sweep <<EOF", "(<<"),
+            ("rch-sweep >|/x", "(>|"),
+            ("rch-sweep 2>&3", "(2>&3"),
+            ("rch-sweep 2>&-", "(2>&-"),
+            ("rch-sweep >", "no file"),
+            ("rch-sweep &>/x", "a background job"),
             ("rch-sweep --lease-dir $(cat f)", "command substitution"),
             ("rch-sweep --lease-dir \"$(cat f)\"", "command substitution"),
             ("rch-sweep `date`", "backquote"),
@@ -442,10 +557,58 @@ mod tests {
             let why = refused(command);
             assert!(why.contains(what), "{command}: {why}");
         }
-        // Quoted, they are characters.
+        // Quoted or escaped, they are characters.
+        assert_eq!(words("rch-sweep '>x' \\<y"), ["rch-sweep", ">x", "<y"]);
         assert_eq!(
             words("rch-sweep '|;&<>()*' \"|;&<>*\" \\|"),
             ["rch-sweep", "|;&<>()*", "|;&<>*", "|"]
         );
+    }
+
+    #[test]
+    fn the_redirections_crontabs_use_are_followed_and_leave_the_words() {
+        let split = split("rch-sweep --quiet >>$HOME/log 2>&1 </dev/null", &env).expect("split");
+        assert_eq!(split.words, ["rch-sweep", "--quiet"]);
+        assert_eq!(
+            split.redirections,
+            [
+                Redirection::ToFile {
+                    fd: 1,
+                    file: "/home/alice/log".into(),
+                    append: true
+                },
+                Redirection::Copy { fd: 2, to: 1 },
+                Redirection::NullInput,
+            ]
+        );
+        // Anywhere in the command, with or without blanks, ending a word.
+        let split = super::split(
+            ">/dev/null A=1 rch-sweep --quiet>'/a b' 2> /e 1>&2 --json 0</dev/null",
+            &env,
+        )
+        .expect("split");
+        assert_eq!(split.assignments, [("A".to_owned(), "1".to_owned())]);
+        assert_eq!(split.words, ["rch-sweep", "--quiet", "--json"]);
+        assert_eq!(split.redirections.len(), 5);
+        assert_eq!(
+            split.redirections[1],
+            Redirection::ToFile {
+                fd: 1,
+                file: "/a b".into(),
+                append: false
+            }
+        );
+        // A file name with blanks from a variable is not split.
+        let split = super::split("rch-sweep 2>$DIR", &env).expect("split");
+        assert_eq!(
+            split.redirections,
+            [Redirection::ToFile {
+                fd: 2,
+                file: "/srv/leases dir".into(),
+                append: false
+            }]
+        );
+        // A digit that is a word of its own is an argument.
+        assert_eq!(words("rch-sweep 2 1"), ["rch-sweep", "2", "1"]);
     }
 }

@@ -997,3 +997,64 @@ fn the_demos_stand_in_for_rch_passes_the_rch_check_as_rch_2_1_does() {
     let check = row(&document, "rch");
     assert_eq!(check["status"], "ok", "{check}");
 }
+
+/// SPEC, sixth wave, metrics: node_exporter serves one of two `.prom`
+/// files that hold series for the same lease directory (a renamed
+/// `--metrics-file` leaves the old one behind, stale `exit_code 78` and
+/// all), so doctor warns, naming the other file; a file for another lease
+/// directory, or one that is not `.prom`, is none of its business.
+#[test]
+fn another_prom_file_for_the_same_lease_directory_warns() {
+    let world = World::new();
+    let folder = world.path("textfile");
+    fs::create_dir(&folder).expect("textfile folder");
+    let rch = world.fake_rch("rch", "exit 0");
+    let prom = folder.join("rch-sweep.prom");
+    let doctor = |world: &World| {
+        world.json(&[
+            "doctor",
+            "--rch",
+            rch.to_str().expect("utf8"),
+            "--metrics-file",
+            prom.to_str().expect("utf8"),
+        ])
+    };
+    fs::write(folder.join("node.prom"), "node_load1 1\n").expect("write");
+    fs::write(
+        folder.join("bob.prom"),
+        "rch_sweep_exit_code{lease_dir=\"/home/bob/.local/state/rch/job-leases\"} 0\n",
+    )
+    .expect("write");
+    let (_, document) = doctor(&world);
+    assert_eq!(row(&document, "metrics")["status"], "ok", "{document}");
+    // A real run of this lease directory writes the old file.
+    let old = folder.join("old-name.prom");
+    let output = world.run(&[
+        "--rch",
+        rch.to_str().expect("utf8"),
+        "--metrics-file",
+        old.to_str().expect("utf8"),
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(old.exists());
+    fs::copy(&old, folder.join("old-name.prom.bak")).expect("copy");
+    let (code, document) = doctor(&world);
+    let metrics = row(&document, "metrics");
+    assert_eq!(metrics["status"], "warn", "{document}");
+    let finding = metrics["finding"].as_str().unwrap_or_default();
+    assert!(
+        finding.contains(&format!("{} also holds rch_sweep_ series", old.display())),
+        "{finding}"
+    );
+    assert!(
+        !finding.contains("bob.prom") && !finding.contains(".bak"),
+        "{finding}"
+    );
+    assert!(
+        metrics["fix"]
+            .as_str()
+            .is_some_and(|fix| fix.starts_with(&format!("remove {}", old.display()))),
+        "{document}"
+    );
+    assert_eq!(code, document["exit_code"].as_i64().unwrap_or(-1) as i32);
+}

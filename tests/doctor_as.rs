@@ -12,6 +12,7 @@
 mod common;
 
 use common::doctor_rows::row;
+use common::private_host::PrivateHost;
 use common::*;
 use serde_json::Value;
 use std::fs;
@@ -70,6 +71,38 @@ fn account() -> Option<(PathBuf, String)> {
         let name = std::ffi::CStr::from_ptr((*entry).pw_name).to_str().ok()?;
         Some((PathBuf::from(home), name.to_owned()))
     }
+}
+
+/// A private host where root's passwd entry names `home` (cron takes
+/// `HOME` from there, never from the process that asks), pam_env's files
+/// hold nothing and root has no crontab: `None` (said) where none can be
+/// made (not root).
+fn cron_host(test: &str, home: &Path) -> Option<PrivateHost> {
+    let host = PrivateHost::new(test)?;
+    let passwd = fs::read_to_string("/etc/passwd").expect("passwd");
+    let mut changed = String::new();
+    for line in passwd.lines() {
+        let mut fields: Vec<&str> = line.split(':').collect();
+        if fields.len() == 7 && fields[2] == "0" {
+            fields[5] = utf8(home);
+        }
+        changed.push_str(&fields.join(":"));
+        changed.push('\n');
+    }
+    host.write(Path::new("/etc/passwd"), changed.as_bytes());
+    host.write(Path::new("/etc/environment"), b"");
+    host.write(Path::new("/etc/default/locale"), b"");
+    Some(host)
+}
+
+/// The binary inside `host` with only the variables given.
+fn in_host(host: &PrivateHost, args: &[&str], env: &[(&str, &str)]) -> Command {
+    let mut command = host.command(BIN);
+    command.env_clear().args(args);
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    command
 }
 
 /// Runs `command` inside `unshare ARGS`, after `setup` (an `sh` script
@@ -156,9 +189,16 @@ fn doctor_as_cron_warns_that_cron_sweeps_a_missing_folder() {
         "{fix}"
     );
 
-    // As cron: the route first in the document, and the folder cron
-    // sweeps is missing.
-    let output = with_env(
+    // As cron (HOME from the passwd entry): the route first in the
+    // document, and the folder cron sweeps is missing.
+    let Some(host) = cron_host(
+        "doctor_as_cron_warns_that_cron_sweeps_a_missing_folder",
+        &home,
+    ) else {
+        return;
+    };
+    let output = in_host(
+        &host,
         &["doctor", "--as", "cron", "--json", "--rch", utf8(&rch)],
         &shell,
     )
@@ -182,16 +222,20 @@ fn doctor_as_cron_warns_that_cron_sweeps_a_missing_folder() {
 
     // The same for a person: the route and what it was given on top, then
     // where this shell and cron part ways.
-    let output = with_env(&["doctor", "--as", "cron", "--rch", utf8(&rch)], &shell)
-        .output()
-        .expect("doctor --as cron");
+    let output = in_host(
+        &host,
+        &["doctor", "--as", "cron", "--rch", utf8(&rch)],
+        &shell,
+    )
+    .output()
+    .expect("doctor --as cron");
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let report = stdout(&output);
     let lines: Vec<&str> = report.lines().collect();
     assert_eq!(
         lines[0],
         format!(
-            "as cron: HOME={home} LOGNAME=builder SHELL=/bin/sh PATH=/usr/bin:/bin, working directory {home} (every other variable dropped)",
+            "as cron: SHELL=/bin/sh HOME={home} PATH=/usr/bin:/bin LOGNAME=root, working directory {home} (every other variable dropped)",
             home = home.display()
         ),
         "{report}"
@@ -239,44 +283,51 @@ fn each_route_runs_with_its_own_path_home_and_working_directory() {
         ("XDG_RUNTIME_DIR", "/tmp/not-the-users"),
     ];
 
-    // cron: HOME as this process has it, and the working directory is
+    // cron: HOME from the passwd entry, and the working directory is
     // HOME, so a relative --lease-dir (kept: it is on the command line)
     // names the world's; RCH_SWEEP_STATE_FILE is dropped, so the state
     // path is the default beside the lease directory.
-    let output = with_env(
-        &[
-            "doctor",
-            "--as",
-            "cron",
-            "--json",
-            "--lease-dir",
-            "job-leases",
-            "--rch",
-            absent,
-        ],
-        &shell,
-    )
-    .output()
-    .expect("doctor --as cron");
-    let cron = document(&output);
-    assert_eq!(output.status.code(), Some(1), "{cron}");
-    let leases = fs::canonicalize(world.leases()).expect("canonical");
-    assert_eq!(row(&cron, "lease_dir")["status"], "ok", "{cron}");
-    assert!(
-        text(&cron, "lease_dir", "finding").contains(&format!("(resolved: {})", leases.display())),
-        "{cron}"
-    );
-    let default_state = leases.parent().expect("parent").join("rch-sweep");
-    assert!(
-        text(&cron, "state", "finding")
-            .contains(&format!("{} does not exist yet", default_state.display())),
-        "{cron}"
-    );
-    assert_eq!(row(&cron, "rch")["status"], "fail", "{cron}");
-    assert!(
-        text(&cron, "rch", "finding").contains(&tried(&["/usr/bin", "/bin"])),
-        "{cron}"
-    );
+    if let Some(host) = cron_host(
+        "each_route_runs_with_its_own_path_home_and_working_directory",
+        world.dir.path(),
+    ) {
+        let output = in_host(
+            &host,
+            &[
+                "doctor",
+                "--as",
+                "cron",
+                "--json",
+                "--lease-dir",
+                "job-leases",
+                "--rch",
+                absent,
+            ],
+            &shell,
+        )
+        .output()
+        .expect("doctor --as cron");
+        let cron = document(&output);
+        assert_eq!(output.status.code(), Some(1), "{cron}");
+        let leases = fs::canonicalize(world.leases()).expect("canonical");
+        assert_eq!(row(&cron, "lease_dir")["status"], "ok", "{cron}");
+        assert!(
+            text(&cron, "lease_dir", "finding")
+                .contains(&format!("(resolved: {})", leases.display())),
+            "{cron}"
+        );
+        let default_state = leases.parent().expect("parent").join("rch-sweep");
+        assert!(
+            text(&cron, "state", "finding")
+                .contains(&format!("{} does not exist yet", default_state.display())),
+            "{cron}"
+        );
+        assert_eq!(row(&cron, "rch")["status"], "fail", "{cron}");
+        assert!(
+            text(&cron, "rch", "finding").contains(&tried(&["/usr/bin", "/bin"])),
+            "{cron}"
+        );
+    }
 
     // The units: what systemd sets from the account, the unit's PATH.
     let Some((home, name)) = account() else {
@@ -444,9 +495,14 @@ fn an_rch_that_cannot_start_or_exits_127_fails() {
     let output = with_env(&args, &shell).output().expect("doctor");
     let here = document(&output);
     assert_eq!(row(&here, "rch")["status"], "ok", "{here}");
+    let Some(host) = cron_host("an_rch_that_cannot_start_or_exits_127_fails", &home) else {
+        return;
+    };
     let mut args = vec!["doctor", "--as", "cron", "--json"];
     args.extend(paths);
-    let output = with_env(&args, &shell).output().expect("doctor --as cron");
+    let output = in_host(&host, &args, &shell)
+        .output()
+        .expect("doctor --as cron");
     let cron = document(&output);
     assert_eq!(output.status.code(), Some(1), "{cron}");
     assert_eq!(row(&cron, "rch")["status"], "fail", "{cron}");
@@ -725,4 +781,34 @@ fn the_environment_check_names_what_a_timer_or_cron_lacks() {
             ))),
         "{found}"
     );
+}
+
+/// `doctor --as` runs its checks in this very binary again, through
+/// `/proc/self/exe`; where no `/proc` is mounted it says that, rather than
+/// blaming the working directory the run would start in.
+#[test]
+fn without_proc_doctor_as_names_proc_not_the_working_directory() {
+    let world = World::new();
+    let Some(host) = cron_host(
+        "without_proc_doctor_as_names_proc_not_the_working_directory",
+        world.dir.path(),
+    ) else {
+        return;
+    };
+    let output = host
+        .command("unshare")
+        .args(["--mount", "--propagation", "private", "/bin/sh", "-c"])
+        .arg("mount -t tmpfs no-proc /proc && exec \"$0\" doctor --as cron --rch /bin/true")
+        .arg(BIN)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .output()
+        .expect("unshare");
+    let said = stderr(&output);
+    assert_eq!(output.status.code(), Some(78), "{said}");
+    assert!(
+        said.contains("through /proc/self/exe, and there is no /proc here"),
+        "{said}"
+    );
+    assert!(!said.contains("cannot run rch-sweep in"), "{said}");
 }

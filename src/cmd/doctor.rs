@@ -42,7 +42,11 @@ const VERSION_DEADLINE: Duration = Duration::from_secs(10);
 
 pub fn run(args: DoctorArgs) -> Result<ExitCode> {
     if let Some(route) = args.route {
-        return super::doctor_as::run(route, &args.run);
+        let handed = super::doctor_as::FromDoctor {
+            given: given_on_command_line(),
+            human: |findings| human(findings, colour()),
+        };
+        return super::doctor_as::run(route, &args.run, &handed);
     }
     let in_route = args.in_route;
     let route_fails = args.route_fails;
@@ -61,7 +65,10 @@ pub fn run(args: DoctorArgs) -> Result<ExitCode> {
         not_yet(&target, daemon_finding),
     ];
     if let Some(path) = &args.metrics_file {
-        findings.push(preflight::metrics(path));
+        findings.push(preflight::metrics_and_others(
+            path,
+            &target.lease_dir.resolved,
+        ));
     }
     findings.push(journals(&target, &args));
     findings.push(host_check(&target));
@@ -727,7 +734,7 @@ fn empty_state_homes(set_but_empty: impl Fn(&str) -> bool) -> Option<(String, St
 
 /// Which of the options a route keeps were given on the command line
 /// rather than by their variables (clap merges the two; its matches know).
-pub(super) fn given_on_command_line() -> route::Given {
+fn given_on_command_line() -> route::Given {
     use clap::CommandFactory;
     use clap::parser::ValueSource;
     let Ok(matches) = crate::cli::Cli::command().try_get_matches_from(crate::cli::args_os()) else {

@@ -24,7 +24,7 @@ pub struct PasswdEntry {
 }
 
 /// `getpwuid_r(uid)`: the entry of `uid`, `None` when there is none or the
-/// lookup fails. The buffer grows (to at most 4 MiB) while the entry does
+/// lookup fails. The buffer grows (to at most 1 MiB) while the entry does
 /// not fit.
 pub fn passwd_entry(uid: u32) -> Option<PasswdEntry> {
     let mut buffer = vec![0u8; 1024];

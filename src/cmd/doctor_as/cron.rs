@@ -1,17 +1,143 @@
-//! `doctor --as cron`: the crontab of the user running doctor, as
-//! `crontab -l` prints it, read by [`crontab`]; which lines run rch-sweep
-//! and what each gives it.
+//! `doctor --as cron`: what Debian's cron runs as the user running doctor
+//! (the user's crontab as `crontab -l` prints it, and the lines of
+//! `/etc/crontab` and `/etc/cron.d/*` with this user in their user
+//! field), each line in the environment cron gives it: pam_env's files
+//! where `/etc/pam.d/cron` loads it, then the line's own. The decisions are
+//! in [`crontab`], [`pam_env`] and [`crate::wrappers`]; this reads the
+//! files, bounded and without blocking.
 
-use super::{Plan, Planned, Said, ask, program, refused_option};
+use super::{Plan, Planned, Refusal, Said, ask, program, refused_option};
+use crate::fsio::{self, NotRead};
 use crate::vars::{self, Vars};
-use crate::{account, config, crontab};
+use crate::{account, config, crontab, pam_env, wrappers};
+use std::io::ErrorKind;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-/// The crontab of the user running doctor, as cron reads it.
+/// The most doctor reads of a crontab, a PAM file or an env file: far
+/// more than any real one holds, and a bound on what a file standing there
+/// (or `/dev/zero` linked there) can make it read.
+const MAX_TEXT: u64 = 1024 * 1024;
+
+/// Where cron's PAM service and the files it includes live.
+const PAM_D: &str = "/etc/pam.d";
+
+/// How deep doctor follows `@include` in PAM files.
+const MAX_INCLUDES: usize = 8;
+
+/// The crontab lines run as the user running doctor, as cron reads them.
 pub(super) fn plan(defaults: &Vars, account: Option<&account::Account>, cwd: &Path) -> Plan {
     let mut plan = Plan::default();
     let user = account.map_or_else(|| "this user".to_owned(), |a| a.name.clone());
-    let text = match program("crontab", &["/usr/bin/crontab"]) {
+    let text = user_crontab(&user, &mut plan);
+    let base = crontab::Base {
+        name: vars::get(defaults, "LOGNAME").unwrap_or(&user).to_owned(),
+        home: vars::get(defaults, "HOME").unwrap_or("/").to_owned(),
+        pam: pam_environment(&mut plan),
+    };
+    let reading = crontab::read(text.as_deref().unwrap_or_default(), &base);
+    let mut sources: Vec<(Option<PathBuf>, crontab::Reading)> = vec![(None, reading)];
+    sources.extend(
+        system_crontabs(&mut plan)
+            .into_iter()
+            .map(|(file, text)| (Some(file), crontab::read_system(&text, &base)))
+            .filter(|(_, reading)| !reading.jobs.is_empty()),
+    );
+    if decide(&sources, &user, &unreachable_program, &mut plan) {
+        return plan;
+    }
+    let (_, user_reading) = sources.swap_remove(0);
+    if text.is_some() {
+        plan.warnings.push(
+            "no line of the crontab runs rch-sweep: checked with the options given to doctor, in the environment after the crontab's last variable line"
+                .to_owned(),
+        );
+    }
+    let env = user_reading.last_env;
+    let home = vars::get(&env, "HOME").map_or_else(|| cwd.to_path_buf(), PathBuf::from);
+    plan.runs.push(Planned {
+        line: None,
+        file: None,
+        env,
+        cwd: home,
+        options: None,
+    });
+    plan
+}
+
+/// What doctor makes of the rch-sweep lines read (pure, the program
+/// lookups aside, which `unreachable` answers): a run for each line it
+/// follows, a warning for each it cannot, and when it follows none of
+/// several, the failed `environment` check. `false` when no line mentions
+/// rch-sweep (the caller then checks doctor's own options).
+fn decide(
+    sources: &[(Option<PathBuf>, crontab::Reading)],
+    user: &str,
+    unreachable: &dyn Fn(&wrappers::Lookup) -> Option<String>,
+    plan: &mut Plan,
+) -> bool {
+    let mut unfollowed = Vec::new();
+    for (file, reading) in sources {
+        let whose = |number: usize| match file {
+            None => format!("line {number}"),
+            Some(file) => format!("line {number} of {}", file.display()),
+        };
+        for job in &reading.jobs {
+            let at = whose(job.number);
+            match &job.follow {
+                crontab::Follow::Sweep(sweep) => {
+                    if let Some(why) = refused_option(&sweep.args) {
+                        plan.warnings
+                            .push(format!("{at} gives {why}: {}", job.text));
+                        unfollowed.push(format!("{at} ({}): it gives {why}", job.text));
+                        continue;
+                    }
+                    for lookup in &sweep.lookups {
+                        if let Some(missing) = unreachable(lookup) {
+                            plan.warnings.push(format!("{at}: {missing}"));
+                        }
+                    }
+                    plan.runs.push(Planned {
+                        line: Some((job.number, job.text.clone())),
+                        file: file.as_ref().map(|f| f.display().to_string()),
+                        env: sweep.env.clone(),
+                        cwd: PathBuf::from(&sweep.cwd),
+                        options: Some(sweep.args.clone()),
+                    });
+                }
+                crontab::Follow::Cannot(why) => {
+                    plan.warnings.push(format!(
+                        "{at} runs rch-sweep in a form doctor cannot follow ({why}), so it is not checked: {}",
+                        job.text
+                    ));
+                    unfollowed.push(format!("{at} ({}): {why}", job.text));
+                }
+                crontab::Follow::Fails(why) => {
+                    plan.warnings
+                        .push(format!("{at} fails at every run: {why}: {}", job.text));
+                    unfollowed.push(format!("{at} ({}): {why}", job.text));
+                }
+            }
+        }
+    }
+    if plan.runs.is_empty() && !unfollowed.is_empty() {
+        // Never doctor's own options in their stead: that would check a
+        // sweep cron never starts.
+        plan.refused = Some(Refusal {
+            finding: format!(
+                "no line that runs rch-sweep as {user} can be followed, so doctor cannot tell what cron's runs will meet: {}",
+                unfollowed.join("; ")
+            ),
+            fix: "make one line a command doctor follows (rch-sweep itself, through timeout, flock, nice, ionice, chronic or env, with plain >FILE, 2>&1 or </dev/null redirections), then check again with `rch-sweep doctor --as cron`".to_owned(),
+        });
+    }
+    !plan.runs.is_empty() || !unfollowed.is_empty()
+}
+
+/// The user's crontab as `crontab -l` prints it, or `None` (said in the
+/// plan) when there is none or it cannot be read.
+fn user_crontab(user: &str, plan: &mut Plan) -> Option<String> {
+    match program("crontab", &["/usr/bin/crontab"]) {
         None => {
             plan.from.push(
                 "no crontab command here (Debian's cron package has it): cron's defaults"
@@ -43,63 +169,193 @@ pub(super) fn plan(defaults: &Vars, account: Option<&account::Account>, cwd: &Pa
                 None
             }
         },
-    };
-    let reading = crontab::read(text.as_deref().unwrap_or_default(), defaults.clone());
-    for job in &reading.jobs {
-        if job.carriage_return {
-            plan.warnings.push(format!(
-                "line {} ends in a carriage return (the crontab was saved with Windows line ends): cron hands it to the shell as part of the last word; remove it (sed -i 's/\\r$//' FILE, then crontab FILE)",
-                job.number
-            ));
-        }
-        match &job.follow {
-            crontab::Follow::Sweep(sweep) => {
-                if let Some(why) = refused_option(&sweep.args) {
-                    plan.warnings.push(format!(
-                        "line {} gives {why}: {}",
-                        job.number, job.text
-                    ));
-                    continue;
+    }
+}
+
+/// What pam_env gives cron's jobs: the env files `/etc/pam.d/cron` (and
+/// what it includes) loads it with, applied in order. What doctor does not
+/// read, or cannot, is said in the plan.
+fn pam_environment(plan: &mut Plan) -> Vars {
+    let mut env = Vars::new();
+    let service = Path::new(PAM_D).join("cron");
+    match fsio::read_regular_text(&service, MAX_TEXT) {
+        Ok(text) => {
+            let mut files = Vec::new();
+            pam_files(&text, 0, &mut files, plan);
+            for (conffile, envfile) in files {
+                conf_file_note(&conffile, plan);
+                let Some(envfile) = envfile else { continue };
+                match fsio::read_regular_text(Path::new(&envfile), MAX_TEXT) {
+                    Ok(text) => {
+                        pam_env::env_file(&text, &mut env);
+                        plan.from.push(format!("{envfile} (pam_env)"));
+                    }
+                    // pam_env logs it and goes on.
+                    Err(NotRead::Io(error)) if error.kind() == ErrorKind::NotFound => {}
+                    Err(why) => plan.warnings.push(format!(
+                        "pam_env gives cron's jobs the variables of {envfile}, which doctor does not read ({why}): checked without them"
+                    )),
                 }
-                if let Some(missing) = unreachable_program(&sweep.program, &sweep.env) {
-                    plan.warnings.push(format!("line {}: {missing}", job.number));
-                }
-                plan.runs.push(Planned {
-                    line: Some((job.number, job.text.clone())),
-                    env: sweep.env.clone(),
-                    cwd: PathBuf::from(&sweep.cwd),
-                    options: Some(sweep.args.clone()),
-                });
             }
-            crontab::Follow::Cannot(why) => plan.warnings.push(format!(
-                "line {} runs rch-sweep in a form doctor cannot follow ({why}), so it is not checked: {}",
-                job.number, job.text
+        }
+        Err(NotRead::Io(error)) if error.kind() == ErrorKind::NotFound => plan.from.push(format!(
+            "no {}: cron's PAM session (pam.d/other) reads no environment file",
+            service.display()
+        )),
+        Err(why) => plan.warnings.push(format!(
+            "{} cannot be read ({why}): checked without the variables pam_env may give cron's jobs",
+            service.display()
+        )),
+    }
+    env
+}
+
+/// The `(conffile, envfile)` of each `pam_env` line of a PAM file, its
+/// `@include`s followed.
+fn pam_files(text: &str, depth: usize, out: &mut Vec<(String, Option<String>)>, plan: &mut Plan) {
+    for step in pam_env::steps(text) {
+        match step {
+            pam_env::Step::PamEnv {
+                conffile,
+                envfile,
+                user_env,
+            } => {
+                if user_env {
+                    let warning = "cron's PAM service has pam_env read each user's ~/.pam_environment (user_readenv=1), which doctor does not read: what it sets is not checked".to_owned();
+                    if !plan.warnings.contains(&warning) {
+                        plan.warnings.push(warning);
+                    }
+                }
+                out.push((conffile, envfile));
+            }
+            pam_env::Step::Include(name) if depth < MAX_INCLUDES && !name.contains('/') => {
+                let path = Path::new(PAM_D).join(&name);
+                match fsio::read_regular_text(&path, MAX_TEXT) {
+                    Ok(text) => pam_files(&text, depth + 1, out, plan),
+                    Err(NotRead::Io(error)) if error.kind() == ErrorKind::NotFound => {}
+                    Err(why) => plan.warnings.push(format!(
+                        "{} (included by cron's PAM service) cannot be read ({why})",
+                        path.display()
+                    )),
+                }
+            }
+            pam_env::Step::Include(name) => plan.warnings.push(format!(
+                "cron's PAM service includes {name}, which doctor does not follow"
             )),
         }
     }
-    if plan.runs.is_empty() {
-        if text.is_some() {
-            plan.warnings.push(
-                "no line of the crontab runs rch-sweep: checked with the options given to doctor, in the environment after the crontab's last variable line"
-                    .to_owned(),
-            );
-        }
-        let env = reading.last_env;
-        let home = vars::get(&env, "HOME").map_or_else(|| cwd.to_path_buf(), PathBuf::from);
-        plan.runs.push(Planned {
-            line: None,
-            env,
-            cwd: home,
-            options: None,
-        });
-    }
-    plan.notes.extend(system_crontab_lines(&user));
-    plan
 }
 
-/// Why the shell would not find the line's program, if it would not: a
-/// bare name is looked up on the line's `PATH`.
-fn unreachable_program(name: &str, env: &Vars) -> Option<String> {
+/// pam_env's own `conffile` (`/etc/security/pam_env.conf`) has a syntax
+/// with expansions doctor does not read: a setting there is said, since
+/// it reaches cron's jobs unchecked.
+fn conf_file_note(conffile: &str, plan: &mut Plan) {
+    let Ok(text) = fsio::read_regular_text(Path::new(conffile), MAX_TEXT) else {
+        return;
+    };
+    let settings = text
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with('#'))
+        .count();
+    let warning = format!(
+        "{conffile} has {settings} setting line(s), which pam_env gives cron's jobs and doctor does not read: what it sets is not checked"
+    );
+    if settings > 0 && !plan.warnings.contains(&warning) {
+        plan.warnings.push(warning);
+    }
+}
+
+/// Whether cron reads a file of `/etc/cron.d` by its name: letters,
+/// digits, `_` and `-` only (Debian's cron(8); a name with a dot, such as
+/// a package manager's `.dpkg-old`, is skipped).
+pub(super) fn cron_d_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// Why cron skips a system crontab it could read, by what `fstat` and
+/// `lstat` said (Debian's cron(8): owned by root, not writable by group or
+/// others, one hard link; a link owned by root too).
+pub(super) fn cron_skips(uid: u32, mode: u32, links: u64, link_uid: Option<u32>) -> Option<String> {
+    if link_uid.is_some_and(|owner| owner != 0) {
+        return Some("it is a link not owned by root".to_owned());
+    }
+    if uid != 0 {
+        return Some("it is not owned by root".to_owned());
+    }
+    if mode & 0o022 != 0 {
+        return Some(format!(
+            "it is writable by group or others (mode {:04o})",
+            mode & 0o7777
+        ));
+    }
+    if links > 1 {
+        return Some(format!("it has {links} hard links"));
+    }
+    None
+}
+
+/// The texts of `/etc/crontab` and the files of `/etc/cron.d` that cron
+/// reads, each by cron's own rules (a regular file, read bounded and
+/// without blocking: a FIFO or a link to a device there is skipped, as
+/// cron skips it, not waited on). Files cron skips, or doctor cannot
+/// read, are said in the plan when they mention rch-sweep or cannot be
+/// read at all.
+fn system_crontabs(plan: &mut Plan) -> Vec<(PathBuf, String)> {
+    let mut files = vec![PathBuf::from("/etc/crontab")];
+    if let Ok(entries) = std::fs::read_dir("/etc/cron.d") {
+        let mut more: Vec<PathBuf> = entries
+            .flatten()
+            .map(|entry| entry.path())
+            .filter(|path| {
+                path.file_name()
+                    .and_then(|name| name.to_str())
+                    .is_some_and(cron_d_name)
+            })
+            .collect();
+        more.sort();
+        files.extend(more);
+    }
+    let mut out = Vec::new();
+    for file in files {
+        let link_uid = std::fs::symlink_metadata(&file)
+            .ok()
+            .filter(|meta| meta.file_type().is_symlink())
+            .map(|meta| meta.uid());
+        match fsio::read_regular(&file, MAX_TEXT) {
+            Ok((text, meta)) => {
+                match cron_skips(meta.uid(), meta.mode(), meta.nlink(), link_uid) {
+                    Some(why) if text.contains("rch-sweep") => plan.notes.push(format!(
+                        "cron skips {} ({why}), so its rch-sweep lines are not checked",
+                        file.display()
+                    )),
+                    Some(_) => {}
+                    None => out.push((file, text)),
+                }
+            }
+            Err(NotRead::Io(error)) if error.kind() == ErrorKind::NotFound => {}
+            Err(NotRead::NotRegular(kind)) => plan.notes.push(format!(
+                "cron skips {}: it is {}, not a regular file",
+                file.display(),
+                kind.described()
+            )),
+            Err(why) => plan.warnings.push(format!(
+                "{} cannot be read ({why}): a line of it that runs rch-sweep for this user would not be checked",
+                file.display()
+            )),
+        }
+    }
+    out
+}
+
+/// Why a program of the line would not be found, if it would not: a bare
+/// name is looked up on the `PATH` of its moment (`execvp`'s own default
+/// when there is none).
+fn unreachable_program(lookup: &wrappers::Lookup) -> Option<String> {
+    let name = &lookup.program;
     if name.contains('/') {
         return (!config::is_executable(Path::new(name))).then(|| {
             format!(
@@ -107,41 +363,18 @@ fn unreachable_program(name: &str, env: &Vars) -> Option<String> {
             )
         });
     }
-    let path = vars::get(env, "PATH").unwrap_or_default();
+    let path = lookup
+        .path
+        .as_deref()
+        .unwrap_or(wrappers::EXECVP_DEFAULT_PATH);
     let found = std::env::split_paths(path)
         .filter(|dir| dir.is_absolute())
         .any(|dir| config::is_executable(&dir.join(name)));
     (!found).then(|| {
         format!(
-            "its PATH ({path}) does not find {name}: cron fails to start it (sh: {name}: not found); name it with its full path"
+            "its PATH ({path}) does not find {name}: cron fails to start it ({name}: not found, exit 127); name it with its full path"
         )
     })
-}
-
-/// Lines of `/etc/crontab` and `/etc/cron.d/*` that run rch-sweep as
-/// `user`: outside what `doctor --as cron` reads, so said.
-fn system_crontab_lines(user: &str) -> Vec<String> {
-    let mut files = vec![PathBuf::from("/etc/crontab")];
-    if let Ok(entries) = std::fs::read_dir("/etc/cron.d") {
-        let mut more: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
-        more.sort();
-        files.extend(more);
-    }
-    files
-        .iter()
-        .filter_map(|file| {
-            let text = std::fs::read_to_string(file).ok()?;
-            let lines = crontab::system_lines_for(&text, user);
-            (!lines.is_empty()).then(|| {
-                let numbers: Vec<String> = lines.iter().map(usize::to_string).collect();
-                format!(
-                    "{} runs rch-sweep as {user} (line {}): doctor --as cron reads only your crontab (crontab -l) and does not check it",
-                    file.display(),
-                    numbers.join(", ")
-                )
-            })
-        })
-        .collect()
 }
 
 #[cfg(test)]
@@ -150,14 +383,116 @@ mod tests {
 
     #[test]
     fn a_program_cron_cannot_find_is_named() {
-        let env: Vars = vec![("PATH".into(), "/nonexistent:/also-not".into())];
-        let missing = unreachable_program("rch-sweep", &env).expect("not found");
+        let lookup = |program: &str, path: Option<&str>| wrappers::Lookup {
+            program: program.to_owned(),
+            path: path.map(str::to_owned),
+        };
+        let missing = unreachable_program(&lookup("rch-sweep", Some("/nonexistent:/also-not")))
+            .expect("not found");
         assert!(
             missing.contains("(/nonexistent:/also-not) does not find rch-sweep"),
             "{missing}"
         );
-        let env: Vars = vec![("PATH".into(), "/bin:/usr/bin".into())];
-        assert_eq!(unreachable_program("sh", &env), None);
-        assert!(unreachable_program("/nonexistent/rch-sweep", &env).is_some());
+        assert_eq!(
+            unreachable_program(&lookup("sh", Some("/bin:/usr/bin"))),
+            None
+        );
+        // No PATH (after env -i): execvp's default.
+        assert_eq!(unreachable_program(&lookup("sh", None)), None);
+        assert!(unreachable_program(&lookup("/nonexistent/rch-sweep", None)).is_some());
+    }
+
+    fn base() -> crontab::Base {
+        crontab::Base {
+            name: "alice".into(),
+            home: "/home/alice".into(),
+            pam: Vars::new(),
+        }
+    }
+
+    #[test]
+    fn no_followable_line_is_a_refusal_and_one_followed_line_is_not() {
+        let found = |_: &wrappers::Lookup| None;
+        let unfollowable = "@daily rch-sweep | logger\n@daily rch-sweep --as cron\n";
+        let sources = vec![
+            (None, crontab::read(unfollowable, &base())),
+            (
+                Some(PathBuf::from("/etc/cron.d/rch")),
+                crontab::read_system("@daily alice sudo rch-sweep\n", &base()),
+            ),
+        ];
+        let mut plan = Plan::default();
+        assert!(decide(&sources, "alice", &found, &mut plan));
+        assert!(plan.runs.is_empty());
+        let refused = plan.refused.expect("refused");
+        assert!(
+            refused
+                .finding
+                .contains("line 1 (@daily rch-sweep | logger): a pipe"),
+            "{}",
+            refused.finding
+        );
+        assert!(
+            refused
+                .finding
+                .contains("line 2 (@daily rch-sweep --as cron): it gives --as"),
+            "{}",
+            refused.finding
+        );
+        assert!(
+            refused
+                .finding
+                .contains("line 1 of /etc/cron.d/rch (@daily alice sudo rch-sweep): it runs sudo"),
+            "{}",
+            refused.finding
+        );
+        assert_eq!(plan.warnings.len(), 3);
+        // One line followed: the others are warnings, nothing refused.
+        let sources = vec![(
+            None,
+            crontab::read(
+                "@daily rch-sweep | logger\n@daily chronic rch-sweep -q\n",
+                &base(),
+            ),
+        )];
+        let missing = |lookup: &wrappers::Lookup| {
+            (lookup.program == "chronic").then(|| "no chronic".to_owned())
+        };
+        let mut plan = Plan::default();
+        assert!(decide(&sources, "alice", &missing, &mut plan));
+        assert!(plan.refused.is_none());
+        assert_eq!(plan.runs.len(), 1);
+        assert_eq!(
+            plan.runs[0].options.as_deref(),
+            Some(&["-q".to_owned()][..])
+        );
+        assert!(
+            plan.warnings.iter().any(|w| w == "line 2: no chronic"),
+            "{:?}",
+            plan.warnings
+        );
+        // No rch-sweep line at all: nothing decided here.
+        let sources = vec![(None, crontab::read("@daily /usr/bin/backup\n", &base()))];
+        let mut plan = Plan::default();
+        assert!(!decide(&sources, "alice", &found, &mut plan));
+        assert!(plan.runs.is_empty() && plan.refused.is_none());
+    }
+
+    #[test]
+    fn crons_rules_for_its_own_files() {
+        for good in ["e2scrub_all", "rch-sweep", "A_1"] {
+            assert!(cron_d_name(good), "{good}");
+        }
+        for bad in ["", "rch.sweep", "x.dpkg-old", "a b", "~x"] {
+            assert!(!cron_d_name(bad), "{bad}");
+        }
+        assert_eq!(cron_skips(0, 0o100644, 1, None), None);
+        assert_eq!(cron_skips(0, 0o100600, 1, Some(0)), None);
+        assert!(
+            cron_skips(1000, 0o100644, 1, None).is_some_and(|w| w.contains("not owned by root"))
+        );
+        assert!(cron_skips(0, 0o100664, 1, None).is_some_and(|w| w.contains("0664")));
+        assert!(cron_skips(0, 0o100644, 2, None).is_some_and(|w| w.contains("2 hard links")));
+        assert!(cron_skips(0, 0o100644, 1, Some(1000)).is_some_and(|w| w.contains("a link")));
     }
 }

@@ -1,10 +1,12 @@
 //! `doctor --as ROUTE`: the checks of `doctor` as a run started by cron or
 //! a unit meets them, read from that route's own configuration.
 //!
-//! cron: the user's crontab as `crontab -l` prints it, read by [`crontab`]:
-//! every line that runs rch-sweep is checked with its own options in its
-//! own environment, one report each; a line doctor cannot follow is listed
-//! with a warning. The units: `rch-sweep.service` of the user manager,
+//! cron: the user's crontab as `crontab -l` prints it and this user's
+//! lines of `/etc/crontab` and `/etc/cron.d`, read by [`crontab`]: every
+//! line that runs rch-sweep (through its wrappers) is checked with its own
+//! options in its own environment, one report each; a line doctor cannot
+//! follow is listed with a warning, and when no line can be followed the
+//! `environment` check fails and nothing else is checked. The units: `rch-sweep.service` of the user manager,
 //! `rch-sweep@<user>.service` of the system manager, as the running
 //! manager describes it (`systemctl show`), else as its files on disk
 //! merge ([`unit_file`]), else the shipped unit. Each check runs in this
@@ -17,6 +19,7 @@
 use crate::child::{self, Capture, ChildSpec, Ending};
 use crate::cli::{Route, RunArgs};
 use crate::exit::{ExitCode, Fatal};
+use crate::preflight::{DoctorCheck, Finding};
 use crate::vars::{self, Vars};
 use crate::{account, config, log, route};
 use anyhow::Result;
@@ -31,10 +34,21 @@ mod unit;
 /// How long `crontab -l` and `systemctl show` may take.
 const READ_DEADLINE: Duration = Duration::from_secs(10);
 
+/// What `doctor` hands `doctor --as`: this module takes nothing else of
+/// doctor's (so neither imports the other).
+pub struct FromDoctor {
+    /// Which options were given on doctor's command line.
+    pub given: route::Given,
+    /// doctor's text for a list of findings, as it prints its own.
+    pub human: fn(&[Finding]) -> String,
+}
+
 /// One run of doctor as the route would start rch-sweep.
 struct Planned {
     /// The crontab line it stands for: its number and text.
     line: Option<(usize, String)>,
+    /// The system crontab that holds the line (`None`: the user's own).
+    file: Option<String>,
     env: Vars,
     cwd: PathBuf,
     /// The route's own options; `None`: doctor's own.
@@ -52,9 +66,19 @@ struct Plan {
     /// the file holding it): the `environment` check of every run fails.
     failures: Vec<String>,
     runs: Vec<Planned>,
+    /// Why no run can be checked as the route starts it: the
+    /// `environment` check fails with this, and nothing else is checked.
+    refused: Option<Refusal>,
 }
 
-pub fn run(route: Route, args: &RunArgs) -> Result<ExitCode> {
+/// The `environment` check's failure when doctor cannot tell what the
+/// route runs.
+struct Refusal {
+    finding: String,
+    fix: String,
+}
+
+pub fn run(route: Route, args: &RunArgs, doctor: &FromDoctor) -> Result<ExitCode> {
     let uid = account::euid();
     let account = account::entry(uid);
     let base =
@@ -80,7 +104,60 @@ pub fn run(route: Route, args: &RunArgs) -> Result<ExitCode> {
             })?
         }
     };
-    report(route, args, &plan)
+    if let Some(refusal) = &plan.refused {
+        return Ok(refused(route, args, &plan, refusal, doctor));
+    }
+    report(route, args, &plan, doctor.given)
+}
+
+/// Prints the one failed check when no run can be checked, and exits 1:
+/// never doctor's own options instead, which would check a sweep the
+/// route never starts.
+fn refused(
+    route: Route,
+    args: &RunArgs,
+    plan: &Plan,
+    refusal: &Refusal,
+    doctor: &FromDoctor,
+) -> ExitCode {
+    let code = ExitCode::Failed;
+    let finding = Finding::fail(
+        DoctorCheck::Environment,
+        code,
+        refusal.finding.clone(),
+        refusal.fix.clone(),
+    );
+    let mut stdout = std::io::stdout();
+    if args.json {
+        let document = RouteDocument {
+            version: 1,
+            route: route.as_str(),
+            checks: vec![CheckRow {
+                check: DoctorCheck::Environment.as_str().to_owned(),
+                status: "fail".to_owned(),
+                finding: refusal.finding.clone(),
+                fix: Some(refusal.fix.clone()),
+                line: None,
+            }],
+            reports: None,
+            from: &plan.from,
+            warnings: &plan.warnings,
+            notes: &plan.notes,
+            exit_code: code.code(),
+            error: None,
+        };
+        let text = serde_json::to_string(&document).unwrap_or_default();
+        let _ = writeln!(stdout, "{text}");
+    } else {
+        let _ = write!(
+            stdout,
+            "as {}: no run doctor can check\n{}{}",
+            route.as_str(),
+            route_lines(plan, &plan.notes),
+            (doctor.human)(std::slice::from_ref(&finding))
+        );
+    }
+    code
 }
 
 /// Finds a program as `execvp` would on this process's `PATH` (absolute
@@ -251,6 +328,26 @@ fn run_one(
             std::process::Stdio::inherit()
         });
     let _ = std::io::stdout().flush();
+    if !Path::new("/proc/self/exe").exists() {
+        return Err(Fatal::error(
+            ExitCode::Config,
+            format!(
+                "doctor --as {}: doctor runs its checks in this very binary again, through /proc/self/exe, and there is no /proc here: mount it (mount -t proc proc /proc) or run doctor where it is",
+                route.as_str()
+            ),
+        ));
+    }
+    if !planned.cwd.is_dir() {
+        return Err(Fatal::error(
+            ExitCode::Config,
+            format!(
+                "doctor --as {}: {} starts the run in {}, which is no folder here: the run does not start there (make the folder, or set HOME to one that exists)",
+                route.as_str(),
+                route.as_str(),
+                log::printable(&planned.cwd.display().to_string())
+            ),
+        ));
+    }
     command.output().map_err(|error| {
         Fatal::error(
             ExitCode::Config,
@@ -290,6 +387,9 @@ struct ChildDocument {
 #[derive(serde::Serialize)]
 struct LineReport<'a> {
     line: usize,
+    /// The system crontab that holds it; absent for the user's own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    file: Option<&'a str>,
     text: &'a str,
     version: u32,
     checks: Vec<CheckRow>,
@@ -424,7 +524,12 @@ fn run_header(route: Route, planned: &Planned) -> String {
 
 /// Where this shell's lease directory and the route's part ways, when
 /// neither the route's options nor doctor's name one.
-fn lease_dir_note(route: Route, planned: &Planned, args: &RunArgs) -> Option<String> {
+fn lease_dir_note(
+    route: Route,
+    planned: &Planned,
+    args: &RunArgs,
+    given: route::Given,
+) -> Option<String> {
     let names_it = |options: &[String]| {
         options
             .iter()
@@ -432,7 +537,7 @@ fn lease_dir_note(route: Route, planned: &Planned, args: &RunArgs) -> Option<Str
     };
     match &planned.options {
         Some(options) if names_it(options) => return None,
-        None if super::doctor::given_on_command_line().lease_dir => return None,
+        None if given.lease_dir => return None,
         _ => {}
     }
     let here = args
@@ -475,9 +580,43 @@ fn route_lines(plan: &Plan, notes: &[String]) -> String {
     out
 }
 
+/// `line 3 of the crontab runs rch-sweep`, `lines 3, 5 of the crontab and
+/// line 2 of /etc/cron.d/rch run rch-sweep`: the lines a text report
+/// follows.
+fn which_lines(runs: &[Planned]) -> String {
+    let mut groups: Vec<(Option<&str>, Vec<String>)> = Vec::new();
+    for run in runs {
+        let Some((number, _)) = &run.line else {
+            continue;
+        };
+        let file = run.file.as_deref();
+        match groups.iter_mut().find(|(f, _)| *f == file) {
+            Some((_, numbers)) => numbers.push(number.to_string()),
+            None => groups.push((file, vec![number.to_string()])),
+        }
+    }
+    let total: usize = groups.iter().map(|(_, n)| n.len()).sum();
+    let parts: Vec<String> = groups
+        .iter()
+        .map(|(file, numbers)| {
+            format!(
+                "{} {} of {}",
+                if numbers.len() == 1 { "line" } else { "lines" },
+                numbers.join(", "),
+                file.unwrap_or("the crontab")
+            )
+        })
+        .collect();
+    format!(
+        "{} {} rch-sweep",
+        log::printable(&parts.join(" and ")),
+        if total == 1 { "runs" } else { "run" }
+    )
+}
+
 /// Runs the plan and prints its reports: text as the runs go, or one JSON
 /// document at the end.
-fn report(route: Route, args: &RunArgs, plan: &Plan) -> Result<ExitCode> {
+fn report(route: Route, args: &RunArgs, plan: &Plan, given: route::Given) -> Result<ExitCode> {
     let argv: Vec<OsString> = crate::cli::args_os();
     let doctors: Vec<String> = without_as(argv.get(1..).unwrap_or_default())
         .iter()
@@ -508,6 +647,7 @@ fn report(route: Route, args: &RunArgs, plan: &Plan) -> Result<ExitCode> {
             match &planned.line {
                 Some((line, text)) => reports.push(LineReport {
                     line: *line,
+                    file: planned.file.as_deref(),
                     text,
                     version: 1,
                     checks: document.checks,
@@ -539,34 +679,33 @@ fn report(route: Route, args: &RunArgs, plan: &Plan) -> Result<ExitCode> {
     }
     let by_line = plan.runs.iter().any(|run| run.line.is_some());
     if by_line {
-        let lines: Vec<String> = plan
-            .runs
-            .iter()
-            .filter_map(|run| run.line.as_ref().map(|(n, _)| n.to_string()))
-            .collect();
-        let (which, run) = if lines.len() == 1 {
-            ("line", "runs")
-        } else {
-            ("lines", "run")
-        };
         let _ = write!(
             stdout,
-            "as {}: {which} {} of the crontab {run} rch-sweep\n{}",
+            "as {}: {}\n{}",
             route.as_str(),
-            lines.join(", "),
+            which_lines(&plan.runs),
             route_lines(plan, &notes)
         );
     }
     for planned in &plan.runs {
         let mut head = String::new();
         if let Some((line, text)) = &planned.line {
-            head.push_str(&format!("\nline {line}: {}\n", log::printable(text)));
+            let of = planned
+                .file
+                .as_deref()
+                .map(|file| format!(" of {file}"))
+                .unwrap_or_default();
+            head.push_str(&format!(
+                "\nline {line}{}: {}\n",
+                log::printable(&of),
+                log::printable(text)
+            ));
         }
         head.push_str(&run_header(route, planned));
         if !by_line {
             head.push_str(&route_lines(plan, &notes));
         }
-        if let Some(note) = lease_dir_note(route, planned, args) {
+        if let Some(note) = lease_dir_note(route, planned, args, given) {
             head.push_str(&note);
         }
         let _ = stdout.write_all(head.as_bytes());
@@ -633,6 +772,7 @@ mod tests {
         let reports = [
             LineReport {
                 line: 3,
+                file: None,
                 text: "a",
                 version: 1,
                 checks: vec![row("lease_dir", "warn"), row("daemon", "ok")],
@@ -641,6 +781,7 @@ mod tests {
             },
             LineReport {
                 line: 5,
+                file: None,
                 text: "b",
                 version: 1,
                 checks: vec![row("lease_dir", "warn"), row("daemon", "fail")],
@@ -663,6 +804,7 @@ mod tests {
     fn the_routes_options_replace_doctors_but_for_how_it_prints() {
         let planned = Planned {
             line: Some((3, "x".into())),
+            file: None,
             env: Vars::new(),
             cwd: PathBuf::from("/"),
             options: Some(

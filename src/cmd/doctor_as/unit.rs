@@ -64,6 +64,7 @@ pub(super) fn plan(
         let manager_path = vec![("PATH".to_owned(), unit_file::MANAGER_PATH.to_owned())];
         plan.runs.push(Planned {
             line: None,
+            file: None,
             env: unit_file::exec_environment(own, &manager_path, &Service::default(), &[]),
             cwd: PathBuf::from(unit_file::working_directory(
                 &Service::default(),
@@ -156,6 +157,7 @@ pub(super) fn plan(
     let options = options(&service, &env, &unit, &mut plan);
     plan.runs.push(Planned {
         line: None,
+        file: None,
         env,
         cwd,
         options,
