@@ -194,6 +194,26 @@ fn fish_completes_the_shells_of_completions_and_the_routes_of_doctor() {
     assert_eq!(routes, ["cron", "system-timer", "user-timer"]);
 }
 
+/// `--in-route` is how `doctor --as` tells the doctor it re-executes which
+/// route's environment it runs in (issue 43): hidden from `--help`, and
+/// offered by no completion script; doctor's other options still are.
+#[test]
+fn the_hidden_in_route_option_is_never_offered() {
+    for shell in ["bash", "zsh", "fish"] {
+        let text = script(shell);
+        assert!(!text.contains("in-route"), "{shell}: {text}");
+        assert!(text.contains("max-recoveries"), "{shell}: {text}");
+    }
+    assert_eq!(
+        bash_completes(&["rch-sweep", "doctor", "--in"]),
+        Vec::<String>::new()
+    );
+    assert_eq!(bash_completes(&["rch-sweep", "doctor", "--a"]), ["--as"]);
+    if let Some(offered) = fish_completes("rch-sweep doctor --in") {
+        assert_eq!(offered, Vec::<String>::new());
+    }
+}
+
 #[test]
 fn an_unknown_or_missing_shell_is_a_usage_error() {
     for args in [

@@ -5,68 +5,52 @@
 //! is what it checks next time, and the options a line or `ExecStart=`
 //! gives are the ones checked.
 //!
-//! Each test makes a throwaway account (`useradd`, removed with its
-//! crontab afterwards) whose home is the test's world, installs its
-//! crontab with the real `crontab`, and runs doctor as that account, so
-//! root's crontab is never touched. Unit files go where systemd looks:
-//! the account's `~/.config/systemd/user`, and for the system template an
-//! instance drop-in under `/etc/systemd/system` (removed afterwards). No
-//! systemd manager is started; where none runs (CI), the files on disk are
-//! what doctor reads, and the test of the manager's path runs only where a
-//! manager answers. They need root (CI runs as root).
+//! Each test makes a throwaway account (the real `useradd`) whose home is
+//! the test's world, installs its crontab with the real `crontab`, and runs
+//! doctor as that account. Unit files go where systemd looks: the
+//! account's `~/.config/systemd/user`, and for the system template an
+//! instance drop-in under `/etc/systemd/system`. All of it happens inside
+//! a private mount namespace ([`PrivateHost`], issue 43): the host's
+//! accounts, crontabs and units are never touched, and the namespace (with
+//! the account, its crontab and the drop-ins) goes when the test ends. No
+//! systemd manager is started, and none answers inside (its `/run` is
+//! private), so the files on disk are what doctor reads there; the test of
+//! the manager's path runs on the host, only where a manager answers. They
+//! need root (CI runs as root).
 
 mod common;
 
 use common::doctor_rows::row;
+use common::private_host::PrivateHost;
 use common::*;
 use serde_json::Value;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use wait_timeout::ChildExt;
 
-/// `useradd` and `userdel` lock the password files; tests of this file
-/// take turns.
-static ACCOUNTS: Mutex<()> = Mutex::new(());
 static NEXT: AtomicUsize = AtomicUsize::new(0);
 
 fn utf8(path: &Path) -> &str {
     path.to_str().expect("utf8 path")
 }
 
-/// Runs an account tool, retrying while another holds the password
-/// files' lock (exit 10 for useradd, 8 or 10 for userdel).
-fn account_tool(program: &str, args: &[&str]) -> Output {
-    let _turn = ACCOUNTS
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    let mut tries = 0;
-    loop {
-        let output = Command::new(program).args(args).output().expect(program);
-        tries += 1;
-        if output.status.success() || tries == 20 || !matches!(output.status.code(), Some(8 | 10)) {
-            return output;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(250));
-    }
-}
-
-fn id(flag: &str, name: &str) -> u32 {
-    let output = Command::new("id").args([flag, name]).output().expect("id");
+fn id(host: &PrivateHost, flag: &str, name: &str) -> u32 {
+    let output = host.command("id").args([flag, name]).output().expect("id");
     stdout(&output).trim().parse().expect("a number from id")
 }
 
-/// A throwaway account whose home is a fresh [`World`]; its crontab and
-/// the account are removed when it is dropped.
+/// A throwaway account whose home is a fresh [`World`], in a private
+/// namespace of its own: the account, its crontab and whatever the test
+/// writes under `/etc` go with the namespace when it is dropped.
 struct TestUser {
     name: String,
     uid: u32,
     gid: u32,
     world: World,
+    host: PrivateHost,
 }
 
 impl TestUser {
@@ -79,6 +63,7 @@ impl TestUser {
         {
             return None;
         }
+        let host = PrivateHost::new(test)?;
         let world = World::new();
         fs::set_permissions(world.dir.path(), fs::Permissions::from_mode(0o755)).expect("chmod");
         let name = format!(
@@ -87,9 +72,9 @@ impl TestUser {
             NEXT.fetch_add(1, Ordering::SeqCst)
         );
         let home = world.dir.path().to_str().expect("utf8").to_owned();
-        let made = account_tool(
-            "useradd",
-            &[
+        let made = host
+            .command("useradd")
+            .args([
                 "--no-create-home",
                 "--home-dir",
                 &home,
@@ -97,14 +82,16 @@ impl TestUser {
                 "/bin/sh",
                 "--user-group",
                 &name,
-            ],
-        );
+            ])
+            .output()
+            .expect("useradd");
         assert!(made.status.success(), "useradd: {}", stderr(&made));
         Some(TestUser {
-            uid: id("-u", &name),
-            gid: id("-g", &name),
+            uid: id(&host, "-u", &name),
+            gid: id(&host, "-g", &name),
             name,
             world,
+            host,
         })
     }
 
@@ -126,7 +113,9 @@ impl TestUser {
     fn crontab(&self, text: &str) {
         let file = self.world.path("crontab.txt");
         fs::write(&file, text).expect("write crontab");
-        let output = Command::new("crontab")
+        let output = self
+            .host
+            .command("crontab")
             .args(["-u", &self.name])
             .arg(&file)
             .output()
@@ -137,17 +126,20 @@ impl TestUser {
     /// The binary as this account, from a login shell that has only
     /// `HOME`, `LOGNAME` and a plain `PATH`.
     fn doctor(&self, args: &[&str]) -> Output {
-        Command::new(BIN)
+        self.as_account(BIN)
             .env_clear()
             .env("HOME", self.home())
             .env("LOGNAME", &self.name)
             .env("PATH", "/usr/bin:/bin")
             .args(args)
-            .current_dir(self.home())
-            .uid(self.uid)
-            .gid(self.gid)
             .output()
             .expect("doctor")
+    }
+
+    /// `program` as this account, in its home, inside the namespace.
+    fn as_account(&self, program: &str) -> Command {
+        self.host
+            .command_as(self.uid, self.gid, self.home(), program)
     }
 
     /// The first line of `doctor --as <route>` for a person: what the
@@ -168,18 +160,6 @@ impl TestUser {
         fs::create_dir_all(&runtime).expect("mkdir runtime");
         let daemon = FakeDaemon::start(&runtime.join("rch.sock"), Reply::Healthy);
         (runtime, daemon)
-    }
-}
-
-impl Drop for TestUser {
-    fn drop(&mut self) {
-        let _ = Command::new("crontab")
-            .args(["-u", &self.name, "-r"])
-            .output();
-        let gone = account_tool("userdel", &[&self.name]);
-        if !gone.status.success() {
-            eprintln!("userdel {}: {}", self.name, stderr(&gone));
-        }
     }
 }
 
@@ -519,34 +499,18 @@ fn an_installed_user_unit_and_its_drop_ins_are_read() {
     assert!(first.contains(" RCH_SWEEP_TEST_MARK=1,"), "{first}");
 }
 
-/// Removes what a test put under `/etc/systemd/system` (and only that).
-struct Placed(Vec<PathBuf>);
-
-impl Drop for Placed {
-    fn drop(&mut self) {
-        for path in self.0.iter().rev() {
-            let _ = fs::remove_file(path).or_else(|_| fs::remove_dir(path));
-        }
-    }
-}
-
-/// The shipped system template under `/etc/systemd/system` (unless one is
-/// there) and the drop-in folder of `user`'s instance, as `systemctl edit
-/// rch-sweep@USER.service` makes it: what was placed, removed when dropped,
-/// and the folder.
-fn instance_drop_in_folder(user: &TestUser) -> (Placed, PathBuf) {
+/// The shipped system template under `/etc/systemd/system` (the private
+/// one: empty until now) and the drop-in folder of `user`'s instance, as
+/// `systemctl edit rch-sweep@USER.service` makes it: the folder.
+fn instance_drop_in_folder(user: &TestUser) -> PathBuf {
     let etc = Path::new("/etc/systemd/system");
-    fs::create_dir_all(etc).expect("mkdir /etc/systemd/system");
-    let mut placed = Placed(Vec::new());
-    let template = etc.join("rch-sweep@.service");
-    if !template.exists() {
-        fs::write(&template, include_str!("../systemd/rch-sweep@.service")).expect("template");
-        placed.0.push(template.clone());
-    }
+    user.host.write(
+        &etc.join("rch-sweep@.service"),
+        include_str!("../systemd/rch-sweep@.service").as_bytes(),
+    );
     let folder = etc.join(format!("rch-sweep@{}.service.d", user.name));
-    fs::create_dir(&folder).expect("mkdir drop-in folder");
-    placed.0.push(folder.clone());
-    (placed, folder)
+    fs::create_dir(user.host.inside(&folder)).expect("mkdir drop-in folder");
+    folder
 }
 
 /// The system template with an instance drop-in under
@@ -557,33 +521,27 @@ fn instance_drop_in_folder(user: &TestUser) -> (Placed, PathBuf) {
 #[test]
 fn the_system_template_with_an_instance_drop_in_is_read() {
     // doctor asks a running manager first; the files on disk are what it
-    // reads where none answers (here, and in CI). Where one does, the next
-    // test checks that path instead.
-    if system_manager_answers() {
-        eprintln!(
-            "the_system_template_with_an_instance_drop_in_is_read: skipped: a systemd manager answers here, so doctor asks it, not the files"
-        );
-        return;
-    }
+    // reads where none answers (inside the namespace, whose /run is
+    // private). Where one does, the host's, the test after next checks
+    // that path.
     let Some(user) = TestUser::new("the_system_template_with_an_instance_drop_in_is_read") else {
         return;
     };
     let rch = user.world.daemon_rch("rch", "exit 1");
     let (runtime, _daemon) = user.runtime_dir_with_daemon();
     user.hand_over();
-    let (mut placed, folder) = instance_drop_in_folder(&user);
+    let folder = instance_drop_in_folder(&user);
     let drop_in = folder.join("override.conf");
     let leases = format!("%h/rch-sweep-test-{}/job-leases", user.name);
-    fs::write(
+    user.host.write(
         &drop_in,
         format!(
             "[Service]\nEnvironment=XDG_RUNTIME_DIR={}\nExecStart=\nExecStart=/usr/bin/rch-sweep --lease-dir {leases} --rch {}\n",
             runtime.display(),
             rch.display()
-        ),
-    )
-    .expect("drop-in");
-    placed.0.push(drop_in.clone());
+        )
+        .as_bytes(),
+    );
 
     let output = user.doctor(&["doctor", "--as", "system-timer", "--json"]);
     let document = one_document(&output);
@@ -622,34 +580,27 @@ fn the_system_template_with_an_instance_drop_in_is_read() {
 #[test]
 fn a_root_only_environment_file_of_the_system_template_is_not_called_missing() {
     const TEST: &str = "a_root_only_environment_file_of_the_system_template_is_not_called_missing";
-    if system_manager_answers() {
-        eprintln!(
-            "{TEST}: skipped: a systemd manager answers here, so doctor asks it, not the files"
-        );
-        return;
-    }
     let Some(user) = TestUser::new(TEST) else {
         return;
     };
     let rch = user.world.daemon_rch("rch", "exit 1");
     user.hand_over();
-    let (mut placed, folder) = instance_drop_in_folder(&user);
+    let folder = instance_drop_in_folder(&user);
     let secret = folder.join("secret.env");
-    fs::write(&secret, "RCH_TOKEN=not-for-users\n").expect("environment file");
-    fs::set_permissions(&secret, fs::Permissions::from_mode(0o600)).expect("chmod 0600");
-    placed.0.push(secret.clone());
+    user.host.write(&secret, b"RCH_TOKEN=not-for-users\n");
+    fs::set_permissions(user.host.inside(&secret), fs::Permissions::from_mode(0o600))
+        .expect("chmod 0600");
     let drop_in = folder.join("override.conf");
-    fs::write(
+    user.host.write(
         &drop_in,
         format!(
             "[Service]\nEnvironmentFile={}\nExecStart=\nExecStart=/usr/bin/rch-sweep --lease-dir {} --rch {}\n",
             secret.display(),
             user.world.leases().display(),
             rch.display()
-        ),
-    )
-    .expect("drop-in");
-    placed.0.push(drop_in.clone());
+        )
+        .as_bytes(),
+    );
 
     let output = user.doctor(&["doctor", "--as", "system-timer", "--json"]);
     let document = one_document(&output);
@@ -695,15 +646,13 @@ fn a_fifo_as_an_environment_file_is_named_and_never_waited_on() {
     user.hand_over();
 
     let report = user.world.path("report.json");
-    let mut child = Command::new(BIN)
+    let mut child = user
+        .as_account(BIN)
         .env_clear()
         .env("HOME", user.home())
         .env("LOGNAME", &user.name)
         .env("PATH", "/usr/bin:/bin")
         .args(["doctor", "--as", "user-timer", "--json"])
-        .current_dir(user.home())
-        .uid(user.uid)
-        .gid(user.gid)
         .stdout(fs::File::create(&report).expect("report file"))
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -821,7 +770,9 @@ fn doctor_as_runs_only_what_spec_lists_and_writes_nothing() {
     for route in ["cron", "user-timer", "system-timer"] {
         let before = snapshot(user.home());
         let log = logs.path().join(format!("{route}.strace"));
-        let output = Command::new("strace")
+        let output = user
+            .host
+            .command_in(user.home(), "strace")
             .args(["-f", "-qq", "-e", "trace=execve", "-o"])
             .arg(&log)
             .args([
@@ -833,7 +784,6 @@ fn doctor_as_runs_only_what_spec_lists_and_writes_nothing() {
             .env("HOME", user.home())
             .env("LOGNAME", &user.name)
             .env("PATH", "/usr/bin:/bin")
-            .current_dir(user.home())
             .output()
             .expect("strace");
         let document = one_document(&output);

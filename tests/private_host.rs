@@ -50,6 +50,57 @@ fn an_account_and_its_crontab_made_inside_leave_the_host_as_it_was() {
     if !tool_or_skip("/usr/sbin/useradd", "passwd") || !tool_or_skip("/usr/bin/crontab", "cron") {
         return;
     }
+    account_and_crontab_inside(&host);
+}
+
+/// A `useradd` on the host holds `/etc/passwd.lock` and `/etc/group.lock`
+/// while a test makes its account inside: the test's `useradd` does not
+/// see them. (The host here is a namespace of this test's own, whose
+/// `/etc` is an overlay with those two locks in it: the machine's `/etc`
+/// is not touched. This test binary runs the next test there.)
+#[test]
+fn the_hosts_password_locks_do_not_fail_a_useradd_inside() {
+    const TEST: &str = "the_hosts_password_locks_do_not_fail_a_useradd_inside";
+    if PrivateHost::new(TEST).is_none()
+        || !tool_or_skip("/usr/sbin/useradd", "passwd")
+        || !tool_or_skip("/usr/bin/crontab", "cron")
+    {
+        return;
+    }
+    let stage = tempfile::tempdir().expect("tempdir");
+    let output = common::mounts::private_mount_namespace(
+        "mount -t tmpfs rch-sweep-test \"$1\" && mkdir \"$1/upper\" \"$1/work\" \
+         && mount -t overlay -o \"lowerdir=/etc,upperdir=$1/upper,workdir=$1/work\" rch-sweep-test /etc \
+         && touch /etc/passwd.lock /etc/group.lock && exec \"$2\" --exact --ignored \"$3\"",
+    )
+    .arg(stage.path())
+    .arg(std::env::current_exe().expect("this test binary"))
+    .arg("useradd_inside_while_the_host_holds_its_locks")
+    .output()
+    .expect("unshare");
+    assert!(
+        output.status.success() && stdout(&output).contains("1 passed"),
+        "{}{}",
+        stdout(&output),
+        stderr(&output)
+    );
+}
+
+#[test]
+#[ignore = "run by the_hosts_password_locks_do_not_fail_a_useradd_inside, in a namespace whose /etc holds the locks"]
+fn useradd_inside_while_the_host_holds_its_locks() {
+    assert!(
+        Path::new("/etc/passwd.lock").exists(),
+        "not in the test's namespace"
+    );
+    let host =
+        PrivateHost::new("useradd_inside_while_the_host_holds_its_locks").expect("a private host");
+    account_and_crontab_inside(&host);
+}
+
+/// Makes an account and its crontab inside `host`, and sees that the
+/// host's files are as they were.
+fn account_and_crontab_inside(host: &PrivateHost) {
     let before: Vec<_> = WATCHED.iter().map(|path| host_view(path)).collect();
     let name = "rchsweep-private";
     let made = host
@@ -123,7 +174,8 @@ fn files_written_inside_are_seen_only_inside() {
     }
     // A test's own folders are the host's, seen alike inside.
     let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::write(dir.path().join("mine"), "x").expect("write");
+    host.write(&dir.path().join("mine"), b"x");
+    assert_eq!(std::fs::read(dir.path().join("mine")).expect("read"), b"x");
     let read = host
         .command_as(NOBODY, NOBODY, dir.path(), "cat")
         .arg("mine")

@@ -2,13 +2,16 @@
 //! - every cron block, into a real crontab of a throwaway user (`crontab
 //!   FILE`, as that user), must install exactly one active rch-sweep line,
 //!   and the `doctor --as cron` that follows it must run as that user and
-//!   report;
+//!   report; the user and its crontab live in a private mount namespace
+//!   ([`PrivateHost`], issue 43), never on the host;
 //! - every demo block, run with bash in the checkout, must leave the shell
 //!   it ran in without `RCH_STATE_HOME` or `RCH_SOCKET_PATH`, so later
-//!   commands there still target the operator's own leases.
+//!   commands there still target the operator's own leases, and must remove
+//!   the temporary folder it made.
 
 mod common;
 
+use common::private_host::PrivateHost;
 use common::*;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
@@ -160,20 +163,22 @@ fn every_cron_block_runs_one_sweep_and_names_its_check() {
     );
 }
 
-/// A throwaway account: made with useradd, its crontab and itself removed
-/// when dropped, also when a test panics.
-struct ThrowawayUser {
+/// A throwaway account, made with useradd inside `host`: it and its
+/// crontab go with the namespace, also when a test panics.
+struct ThrowawayUser<'a> {
     name: String,
     uid: u32,
     gid: u32,
     home: PathBuf,
+    host: &'a PrivateHost,
 }
 
-impl ThrowawayUser {
-    fn new(parent: &Path) -> ThrowawayUser {
+impl<'a> ThrowawayUser<'a> {
+    fn new(host: &'a PrivateHost, parent: &Path) -> ThrowawayUser<'a> {
         let name = format!("rchsweep-cron{}", std::process::id());
         let home = parent.join(&name);
-        let status = Command::new("useradd")
+        let status = host
+            .command("useradd")
             .args([
                 "--create-home",
                 "--user-group",
@@ -187,7 +192,8 @@ impl ThrowawayUser {
             .expect("run useradd");
         assert!(status.success(), "useradd {name}");
         let id = |flag: &str| -> u32 {
-            let output = Command::new("id")
+            let output = host
+                .command("id")
                 .arg(flag)
                 .arg(&name)
                 .output()
@@ -199,27 +205,18 @@ impl ThrowawayUser {
             gid: id("-g"),
             name,
             home,
+            host,
         }
     }
 
     /// `args` run as this user (runuser, as an administrator would).
     fn run(&self, args: &[&str]) -> Output {
-        Command::new("runuser")
+        self.host
+            .command_in(&self.home, "runuser")
             .args(["-u", &self.name, "--"])
             .args(args)
-            .current_dir(&self.home)
             .output()
             .expect("runuser")
-    }
-}
-
-impl Drop for ThrowawayUser {
-    fn drop(&mut self) {
-        let _ = Command::new("crontab")
-            .args(["-r", "-u", &self.name])
-            .output();
-        let _ = Command::new("userdel").arg(&self.name).output();
-        let _ = Command::new("groupdel").arg(&self.name).output();
     }
 }
 
@@ -231,9 +228,12 @@ fn each_cron_block_installs_as_a_real_crontab_and_doctor_as_cron_reports_on_it()
     if !tool_or_skip("/usr/bin/crontab", "cron") {
         return;
     }
+    let Some(host) = PrivateHost::new("each_cron_block_installs_as_a_real_crontab") else {
+        return;
+    };
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    let user = ThrowawayUser::new(dir.path());
+    let user = ThrowawayUser::new(&host, dir.path());
     let blocks = cron_blocks(README);
     assert!(blocks.len() >= 3, "{blocks:#?}");
     for (number, block) in blocks.iter().enumerate() {
@@ -267,16 +267,14 @@ fn each_cron_block_installs_as_a_real_crontab_and_doctor_as_cron_reports_on_it()
 
         // The check the block names, as that user, with the binary under
         // test standing in for the route's installed one.
-        let output = Command::new(env!("CARGO_BIN_EXE_rch-sweep"))
+        let output = host
+            .command_as(user.uid, user.gid, &user.home, BIN)
             .args(["doctor", "--as", "cron", "--json"])
             .env_clear()
             .env("HOME", &user.home)
             .env("LOGNAME", &user.name)
             .env("USER", &user.name)
             .env("PATH", "/usr/bin:/bin")
-            .current_dir(&user.home)
-            .uid(user.uid)
-            .gid(user.gid)
             .output()
             .expect("run doctor --as cron");
         let code = output.status.code();
@@ -380,6 +378,9 @@ fn the_demo_blocks_leave_the_shell_pointing_at_the_operators_own_leases() {
             .spawn()
             .expect("run bash");
         let status = child.wait().expect("wait for bash");
+        // Listed before the process group is ended: the block itself must
+        // have removed its copy (made with mktemp, in TMPDIR).
+        let left = files_in(dir.path());
         let _ = Command::new("kill")
             .args(["-TERM", "--", &format!("-{}", child.id())])
             .stderr(std::process::Stdio::null())
@@ -408,5 +409,10 @@ fn the_demo_blocks_leave_the_shell_pointing_at_the_operators_own_leases() {
                     .collect::<Vec<_>>()
             );
         }
+        assert_eq!(
+            left,
+            ["exits", "home", "stderr", "stdout"],
+            "the block left its temporary folder behind:\n{block}"
+        );
     }
 }

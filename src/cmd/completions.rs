@@ -7,7 +7,7 @@
 use crate::cli::{Cli, CompletionShell, CompletionsArgs};
 use crate::exit::ExitCode;
 use anyhow::{Context, Result};
-use clap::CommandFactory;
+use clap::{Command, CommandFactory};
 use clap_complete::Shell;
 use std::io::Write;
 
@@ -36,7 +36,12 @@ pub fn script(shell: CompletionShell) -> Vec<u8> {
         CompletionShell::Fish => Shell::Fish,
     };
     let mut buffer = Vec::new();
-    clap_complete::generate(shell, &mut Cli::command(), BIN, &mut buffer);
+    clap_complete::generate(
+        shell,
+        &mut without_hidden_args(Cli::command()),
+        BIN,
+        &mut buffer,
+    );
     if shell == Shell::Bash {
         buffer = bash_hyphen_fix(&buffer).into_bytes();
     }
@@ -44,6 +49,41 @@ pub fn script(shell: CompletionShell) -> Vec<u8> {
         buffer.extend_from_slice(fish_shells().as_bytes());
     }
     buffer
+}
+
+/// `command` with its hidden arguments left out, in each subcommand:
+/// clap_complete (4.6.12) offers an argument whatever its `hide`, so
+/// doctor's `--in-route`, which only `doctor --as` passes to the doctor it
+/// re-executes, was completed for people. clap cannot remove an argument,
+/// so a command that has hidden ones is made anew from what the scripts
+/// use (name, help texts, aliases, visible arguments, subcommands); its
+/// argument groups, which only the parser uses, are left out with them.
+fn without_hidden_args(command: Command) -> Command {
+    let command = command.mut_subcommands(without_hidden_args);
+    if !command.get_arguments().any(|arg| arg.is_hide_set()) {
+        return command;
+    }
+    let mut fresh = Command::new(command.get_name().to_owned())
+        .visible_aliases(
+            command
+                .get_visible_aliases()
+                .map(str::to_owned)
+                .collect::<Vec<_>>(),
+        )
+        .args(
+            command
+                .get_arguments()
+                .filter(|arg| !arg.is_hide_set())
+                .cloned(),
+        )
+        .subcommands(command.get_subcommands().cloned());
+    if let Some(about) = command.get_about() {
+        fresh = fresh.about(about.clone());
+    }
+    if let Some(about) = command.get_long_about() {
+        fresh = fresh.long_about(about.clone());
+    }
+    fresh
 }
 
 /// clap_complete's fish script completes no positional argument, so
@@ -92,6 +132,20 @@ mod tests {
             for word in ["status", "forget", "completions", "max-recoveries"] {
                 assert!(text.contains(word), "{shell:?} lacks {word}");
             }
+        }
+    }
+
+    #[test]
+    fn no_script_offers_a_hidden_argument() {
+        for shell in [
+            CompletionShell::Bash,
+            CompletionShell::Zsh,
+            CompletionShell::Fish,
+        ] {
+            let text = String::from_utf8(script(shell)).expect("utf8");
+            assert!(!text.contains("in-route"), "{shell:?}: {text}");
+            // doctor's visible options are still there.
+            assert!(text.contains("max-recoveries"), "{shell:?}");
         }
     }
 

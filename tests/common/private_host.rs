@@ -6,10 +6,11 @@
 //! The namespace is held open by one long-lived process (the holder, made
 //! with `unshare --mount --propagation private`, so no mount made inside
 //! propagates back); programs enter it with `nsenter`. Inside:
-//! - `/etc` is an overlay whose writes land in a tmpfs: `/etc/passwd`,
-//!   `/etc/group` and `/etc/shadow` read as the host's until written, and
-//!   `useradd`'s lock, backup (`passwd-`) and `gshadow`/`subuid` files are
-//!   private too. (A copy bound over each file is not enough: `useradd`
+//! - `/etc` is an overlay whose writes land in a tmpfs, with copies of
+//!   `/etc/passwd`, `/etc/group`, `/etc/shadow` (and `gshadow`, `subuid`,
+//!   `subgid`) taken when the namespace is made; `useradd`'s locks and
+//!   backups (`passwd-`) are private too, and the host's locks are not seen
+//!   (a `useradd` on the host at the same time does not fail the test's). (A copy bound over each file is not enough: `useradd`
 //!   replaces `/etc/passwd` by renaming `/etc/passwd+` over it, which fails
 //!   on a mount point and leaves `/etc/passwd+` on the host.) Where overlayfs
 //!   cannot be mounted, a copy of `/etc` in a tmpfs is bound over it.
@@ -36,12 +37,27 @@ const NSENTER: &str = "/usr/bin/nsenter";
 /// folder is the staging tmpfs, which the private `/run` later covers (the
 /// holder stays in it, so `/proc/<holder>/cwd` still reaches it).
 const FUNCTIONS: &str = r#"
-# cover DIR: DIR becomes private and writable, with the host's contents.
+# cover DIR [FILE...]: DIR becomes private and writable, with the host's
+# contents. Each FILE is copied now (what the host does to it later is not
+# seen inside), and the host's FILE.lock, if any, is not seen inside (a
+# whiteout): the host's own useradd, locking its passwd while a test's runs
+# inside, does not make the test's fail.
 cover() {
+  dir=$1; shift
   c=$(mktemp -d ./cover.XXXXXX) && mkdir "$c/upper" "$c/work" || return 1
-  chown --reference="$1" "$c/upper" && chmod --reference="$1" "$c/upper" || return 1
-  mount -t overlay -o "lowerdir=$1,upperdir=$PWD/$c/upper,workdir=$PWD/$c/work" rch-sweep-test "$1" 2>/dev/null \
-    || { cp -a "$1/." "$c/upper/" && mount --bind "$c/upper" "$1"; }
+  chown --reference="$dir" "$c/upper" && chmod --reference="$dir" "$c/upper" || return 1
+  for f in "$@"; do
+    if [ -e "$dir/$f" ]; then cp -a "$dir/$f" "$c/upper/$f" || return 1; fi
+    mknod "$c/upper/$f.lock" c 0 0 || return 1
+  done
+  mount -t overlay -o "lowerdir=$dir,upperdir=$PWD/$c/upper,workdir=$PWD/$c/work" rch-sweep-test "$dir" 2>/dev/null \
+    && return 0
+  # No overlayfs here: a copy of the whole folder, without those locks.
+  rm -rf "$c/upper" && mkdir "$c/upper" || return 1
+  chown --reference="$dir" "$c/upper" && chmod --reference="$dir" "$c/upper" || return 1
+  cp -a "$dir/." "$c/upper/" || return 1
+  for f in "$@"; do rm -f "$c/upper/$f.lock"; done
+  mount --bind "$c/upper" "$dir"
 }
 # skeleton DIR: DIR becomes a private tmpfs with the host's folders (owners,
 # modes) and none of its files.
@@ -60,7 +76,7 @@ const HOLDER: &str = r#"
 set -e
 mount -t tmpfs -o mode=0700 rch-sweep-test-stage /run
 cd /run
-cover /etc
+cover /etc passwd group shadow gshadow subuid subgid
 mkdir -p /etc/systemd
 skeleton /etc/systemd
 if [ -d /var/spool/cron ]; then skeleton /var/spool/cron; fi
@@ -70,8 +86,8 @@ read -r _ || :
 "#;
 
 /// Where a test may write through [`PrivateHost::write`] without a cover of
-/// its own: what the holder made private.
-const PRIVATE: [&str; 4] = ["/etc", "/var/spool/cron", "/run", "/etc/systemd"];
+/// its own: what the holder made private (`/etc/systemd` lies in `/etc`).
+const PRIVATE: [&str; 3] = ["/etc", "/var/spool/cron", "/run"];
 
 /// A private mount namespace, held open until dropped.
 pub struct PrivateHost {
@@ -188,7 +204,8 @@ impl PrivateHost {
         command
     }
 
-    /// `path` (absolute) as seen inside, reached from outside.
+    /// `path` (absolute) as seen inside, reached from outside: for what
+    /// [`PrivateHost::write`] does not do (a folder made, a mode changed).
     pub fn inside(&self, path: &Path) -> PathBuf {
         let relative = path.strip_prefix("/").unwrap_or(path);
         PathBuf::from(format!("/proc/{}/root", self.pid)).join(relative)
@@ -199,11 +216,19 @@ impl PrivateHost {
     /// and `/run` that is already private; elsewhere (a unit under
     /// `/usr/lib/systemd/system`, say) the nearest existing folder is first
     /// covered with a private overlay, so the host's file is never touched.
-    /// (For the test's own temporary folders, write directly.)
+    /// In the test's own folders (the temporary folder, the checkout and
+    /// its target folder) it is written as it is outside: seen alike
+    /// inside and out.
     pub fn write(&self, path: &Path, contents: &[u8]) {
         assert!(path.is_absolute(), "{} is not absolute", path.display());
         let parent = path.parent().expect("a file path");
-        if !self.is_private(parent) {
+        let own = [
+            std::env::temp_dir(),
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")),
+        ]
+        .iter()
+        .any(|folder| path.starts_with(folder));
+        if !own && !self.is_private(parent) {
             let mut folder = parent.to_path_buf();
             while !self.inside(&folder).is_dir() {
                 folder = folder.parent().expect("/ exists").to_path_buf();
