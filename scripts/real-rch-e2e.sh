@@ -659,8 +659,12 @@ listing = jobs.get("data", jobs)
 rch = {}
 for job in listing["jobs"]:
     lease = job["lease"]
-    # rch before 2.1.17 lists no owner_presence: only its terminal state is compared then.
-    rch[lease["identity"]["local_wrapper_id"]] = (lease.get("terminal_acknowledged"), job.get("owner_presence"))
+    # rch before 2.1.17 lists no owner_presence, only wrapper_alive (true for Live, false for
+    # Absent and Unknown alike): a live one is compared, otherwise only the terminal state.
+    presence = job.get("owner_presence")
+    if presence is None and job.get("wrapper_alive") is True:
+        presence = "live"
+    rch[lease["identity"]["local_wrapper_id"]] = (lease.get("terminal_acknowledged"), presence)
 sweep = {}
 for row in dry["leases"]:
     wid = row.get("wrapper_id") or row.get("file", "").removesuffix(".json")
