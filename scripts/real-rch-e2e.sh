@@ -909,7 +909,7 @@ if [ "$WAIT_24H" = 1 ]; then
   as_b "$SWEEP" --json --stale-after 5 >"$S/wait.json" 2>"$S/wait.err"; rc=$?
   waited=$(calls_since "$mark" "jobs recover $l5" | tail -1)
   keep_stderr "$waited" 24h-wait
-  keep "$L5" "after-24h-wait-deferred"
+  keep "$L5" "waiting-24h"   # (not after-*: no completion)
   entry=$(entry_of "$l5")
   ok=1
   [ "$(outcome_of "$S/wait.json" "$l5")" = deferred ] && [ "$(charged)" = 0 ] \
@@ -947,13 +947,13 @@ else
   if [ "$DAEMON_MARK" = 0 ]; then
     [ $rc = 0 ] && [ "$(outcome_of "$S/absent.json" "$l5")" = recovered ] && completion "$L5" \
       && [ -z "$(entry_of "$l5")" ] && ok=0
-    keep "$L5" "after-aged-24h-no-daemon-mark"
+    keep "$L5" "after-aged-24h"
     what="recovered at once with no daemon mark (rch $RCH_VERSION has no daemon handoff), counted a success"
   else
     keep_stderr "$said" no-terminal-receipt
     [ "$(outcome_of "$S/absent.json" "$l5")" = stuck ] && [ "$(charged)" = 0 ] \
       && jq -e '.terminal_acknowledged == false' "$L5" >/dev/null && ok=0
-    keep "$L5" "after-aged-24h-stuck"
+    keep "$L5" "stuck-aged-24h"   # (not after-*: no completion)
     what="stuck, not charged (rch $RCH_VERSION never completes a build its daemon forgot; stderr kept)"
   fi
   [ $ok = 0 ] || detail "aged: exit $rc; $(jq -c '[.leases[] | select(.outcome != "skipped") | {outcome, error}]' "$S/absent.json" 2>/dev/null | head -c 600); rch said: ${said:+$(one_line "${said%.meta}.err")}"
