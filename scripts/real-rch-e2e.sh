@@ -6,8 +6,19 @@
 #   scripts/real-rch-e2e.sh --install    only install (or find) the pinned binaries
 #   scripts/real-rch-e2e.sh --keep-journals DIR
 #                                        also copy the journals rch wrote (before and
-#                                        after recovery) into DIR (tests/data/real-rch-2.1.34
-#                                        was made so)
+#                                        after recovery) and the stderr of the real rch
+#                                        where a step provokes a refusal (stderr-*.txt)
+#                                        into DIR (tests/data/real-rch-<version> was made so)
+#   --rch-version 2.1.N                  the rch release to run against (default 2.1.34):
+#                                        rch and rchd 2.1.N, rch-wkr 2.1.7; combines with
+#                                        each of the above
+#
+# Steps whose behaviour differs by release expect each release's (rch-lease-format.md
+# section 10): before 2.1.17 rch writes no daemon mark (no daemon_exit_code), takes no
+# per-lease .recovery.lock (the manual-lock steps are skipped, said so) and has no 24-hour
+# wait for a build its daemon forgot (the lease is recovered at once); 2.1.17 to 2.1.33
+# never complete such a build (it must be reported stuck, not charged); 2.1.34 waits until
+# the lease is 24 hours old, then completes it with daemon_record_absent.
 #
 # It installs the published rch, rchd and rch-wkr at pinned versions (and the rch 1.x
 # line, which has no `jobs` command, when it can be had: it is not on crates.io, so
@@ -24,15 +35,46 @@
 # user at /run/user/<uid>/rch.sock, a tiny cargo project, and real `rch exec` builds
 # that leave real leases. Each check is a named step with its verdict; the last line
 # says `N passed, M failed` (and how many were skipped), and the exit status is 0 only
-# when no step failed.
+# when no step failed. rch's calls are recorded (~/.local/bin/rch runs the real rch and
+# keeps each call's stderr and environment; `rch exec` is the real rch itself), so steps
+# can hold rch-sweep's children to what the real rch printed.
 # Everything it started is stopped, by process id, and its mounts go with the
 # namespace.
 set -uo pipefail
 
-RCH_VERSION=2.1.34
-RCHD_VERSION=2.1.34
+usage() {
+  echo "usage: $0 [--rch-version 2.1.N] [--versions | --install | --keep-journals DIR]" >&2
+  exit 2
+}
+MODE=run
+KEEP_ARG=
+RCH_LINE=2.1.34
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --versions) MODE=versions ;;
+    --install) MODE=install ;;
+    --inside) MODE=inside ;;
+    --keep-journals) [ $# -ge 2 ] || usage; KEEP_ARG=$2; shift ;;
+    --keep-journals=*) KEEP_ARG=${1#*=} ;;
+    --rch-version) [ $# -ge 2 ] || usage; RCH_LINE=$2; shift ;;
+    --rch-version=*) RCH_LINE=${1#*=} ;;
+    -h|--help) sed -n '2,42p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) usage ;;
+  esac
+  shift
+done
+[[ "$RCH_LINE" =~ ^2\.1\.([0-9]|[12][0-9]|3[0-4])$ ]] \
+  || { echo "real-rch-e2e: --rch-version takes a published 2.1 release, 2.1.0 to 2.1.34 (got: $RCH_LINE)" >&2; exit 2; }
+
+RCH_VERSION=$RCH_LINE
+RCHD_VERSION=$RCH_LINE
 WKR_VERSION=2.1.7
 RCH1_VERSION=1.0.58
+# What the release does (rch-lease-format.md section 10), 1 or 0:
+REL=${RCH_LINE##*.}
+DAEMON_MARK=0; [ "$REL" -ge 17 ] && DAEMON_MARK=1      # completion carries daemon_exit_code
+RECOVERY_LOCK=0; [ "$REL" -ge 17 ] && RECOVERY_LOCK=1  # jobs recover flocks <id>.recovery.lock
+WAIT_24H=0; [ "$REL" -ge 34 ] && WAIT_24H=1            # a forgotten build: wait 24 h, then record absent
 CACHE=${RCH_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rch-sweep-e2e}
 HERE=$(cd "$(dirname "$0")/.." && pwd)
 SELF="$HERE/scripts/real-rch-e2e.sh"
@@ -84,20 +126,16 @@ install() {
   done
 }
 
-case "${1:-}" in
-  --versions) versions; exit 0 ;;
-  --install) install; exit $? ;;
-  --inside) shift ;;
-  ""|--keep-journals) ;;
-  -h|--help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-  *) echo "usage: $0 [--versions | --install | --keep-journals DIR]" >&2; exit 2 ;;
+case "$MODE" in
+  versions) versions; exit 0 ;;
+  install) install; exit $? ;;
 esac
 
 if [ "${E2E_INSIDE:-}" != 1 ]; then
   [ "$(id -u)" = 0 ] || { echo "real-rch-e2e: run as root (users, sshd, a mount namespace)" >&2; exit 2; }
   KEEP=
-  if [ "${1:-}" = --keep-journals ]; then
-    KEEP=$(mkdir -p "$2" && cd "$2" && pwd) || exit 2
+  if [ -n "$KEEP_ARG" ]; then
+    KEEP=$(mkdir -p "$KEEP_ARG" && cd "$KEEP_ARG" && pwd) || exit 2
   fi
   for tool in unshare ip sshd ssh ssh-keygen rsync python3 setpriv jq cargo; do
     command -v "$tool" >/dev/null 2>&1 || [ -x "/usr/sbin/$tool" ] \
@@ -108,7 +146,7 @@ if [ "${E2E_INSIDE:-}" != 1 ]; then
   (cd "$HERE" && cargo build --release --quiet --bin rch-sweep) || exit 1
   [ -x "$HERE/target/release/rch-sweep" ] || { echo "real-rch-e2e: no $HERE/target/release/rch-sweep" >&2; exit 1; }
   export E2E_INSIDE=1 E2E_KEEP="$KEEP" E2E_CACHE="$CACHE" E2E_HERE="$HERE"
-  exec unshare --mount --net --propagation private -- bash "$SELF" --inside
+  exec unshare --mount --net --propagation private -- bash "$SELF" --inside --rch-version "$RCH_LINE"
 fi
 
 # ---------------------------------------------------------------- inside the namespace
@@ -168,9 +206,9 @@ finish() {
   local code=$?
   stop_all
   if [ -n "${E2E_KEEP:-}" ] && [ -d "$S/out" ]; then
-    cp "$S/out/"*.json "/proc/$$/fd/9/" 2>/dev/null
-    chown root:root "/proc/$$/fd/9/"*.json 2>/dev/null
-    say "journals kept in $E2E_KEEP: $(ls "$S/out" | wc -l)"
+    cp "$S/out/"*.json "$S/out/"*.txt "/proc/$$/fd/9/" 2>/dev/null
+    chown root:root "/proc/$$/fd/9/"*.json "/proc/$$/fd/9/"*.txt 2>/dev/null
+    say "kept in $E2E_KEEP: $(ls "$S/out" | grep -c '\.json$') journals, $(ls "$S/out" | grep -c '\.txt$') stderr files of rch"
   fi
   if [ "$FAILED" -gt 0 ] && [ -s "$S/details.log" ]; then
     say "--- details of the failed steps"
@@ -319,7 +357,31 @@ build_slots = 1
 min_free_gb = 1.0
 disk_gb_per_slot = 1.0
 EOF
-cp "$S/bin/rch" "$BH/.local/bin/rch"   # where cron's rch-sweep finds it ($HOME/.local/bin)
+# Where cron's rch-sweep finds rch ($HOME/.local/bin, first on the build user's PATH too):
+# the real rch behind a recorder. `rch exec` is the real rch itself (exec: the same pid, so a
+# lease's wrapper_pid is rch's); every other call runs the real rch and keeps its stderr, its
+# arguments, who called it and the two variables rch-sweep sets, one file pair a call in
+# $CALLS, so the steps can read what the real rch printed to rch-sweep's children.
+CALLS=$S/rch-calls
+mkdir -p "$CALLS"; chmod 1777 "$CALLS"
+cat >"$BH/.local/bin/rch" <<EOF
+#!/bin/sh
+case "\${1:-}" in exec) exec "$S/bin/rch" "\$@" ;; esac
+n=\$(date +%s%N)-\$\$
+{
+  printf 'args: %s\n' "\$*"
+  printf 'caller: %s\n' "\$(readlink /proc/\$PPID/exe 2>/dev/null)"
+  printf 'cwd: %s\n' "\$PWD"
+  printf 'RCH_NO_UPDATE_CHECK=%s\n' "\${RCH_NO_UPDATE_CHECK-unset}"
+  printf 'RCH_DISABLE_CONFIG_CACHE=%s\n' "\${RCH_DISABLE_CONFIG_CACHE-unset}"
+} >"$CALLS/\$n.meta"
+"$S/bin/rch" "\$@" 2>"$CALLS/\$n.err"
+rc=\$?
+cat "$CALLS/\$n.err" >&2
+echo "exit: \$rc" >>"$CALLS/\$n.meta"
+exit \$rc
+EOF
+chmod 0755 "$BH/.local/bin/rch"
 PROJECT=/srv/projects/hello
 mkdir -p "$PROJECT/src"
 ln -s /srv/projects /srv/dp   # rch's canonical root and its alias, as on a real fleet
@@ -403,6 +465,9 @@ verdict "setup: sshd on 127.0.0.1, the worker reached with a key, its toolchain 
 [ "$ssh_ok" = 0 ] || exit 1
 start_rchd; verdict "setup: rchd $RCHD_VERSION answers as $B at $SOCK" $?
 [ -n "$RCHD_PID" ] || exit 1
+said=$(as_b "$S/bin/rch" --version 2>&1 | head -1)
+ok=1; [ "$said" = "rch $RCH_VERSION" ] && ok=0
+verdict "setup: the rch that runs is the release asked for (rch --version)" $ok "$said"
 [ "${E2E_STOP_AFTER:-}" = setup ] && exit 0
 
 # ---------------------------------------------------------------- builds and leases
@@ -562,10 +627,24 @@ done
 [ -n "$OK_JOURNAL" ] && keep "$OK_JOURNAL" "finished-by-its-wrapper"
 
 SWEEP="$S/bin/rch-sweep"
-charged() { # how many leases the backoff state holds (0 without a state file)
+charged() { # how many leases the backoff state charges a failure (0 without a state file)
   [ -f "$STATE" ] || { echo 0; return; }
-  jq '(.leases // {}) | length' "$STATE" 2>/dev/null || echo unreadable
+  jq '[(.leases // {})[] | select((.failures // 0) > 0)] | length' "$STATE" 2>/dev/null || echo unreadable
 }
+# The recorded calls of the real rch (the recorder in ~/.local/bin/rch): a mark before a step,
+# then the .meta files of the calls made since whose arguments match an extended regex.
+call_mark() { date +%s%N; }
+calls_since() {
+  local meta
+  for meta in "$CALLS"/*.meta; do
+    [ -e "$meta" ] || continue
+    [[ "$(basename "$meta")" > "$1" ]] || continue
+    grep -qE "^args: ($2)" "$meta" && echo "$meta"
+  done
+}
+# keep_stderr META NAME: rch's stderr of that call, byte for byte, for --keep-journals DIR.
+keep_stderr() { [ -n "$1" ] && [ -f "${1%.meta}.err" ] && cp "${1%.meta}.err" "$S/out/stderr-$2.txt"; }
+one_line() { tr -d '\033' <"$1" | tr '\n' ' ' | cut -c1-240; }
 journals_sum() { cat "$LEASES"/*.json 2>/dev/null | sha256sum | cut -c1-16; }
 
 # ---------------------------------------------------------------- the steps
@@ -580,7 +659,12 @@ listing = jobs.get("data", jobs)
 rch = {}
 for job in listing["jobs"]:
     lease = job["lease"]
-    rch[lease["identity"]["local_wrapper_id"]] = (lease.get("terminal_acknowledged"), job["owner_presence"])
+    # rch before 2.1.17 lists no owner_presence, only wrapper_alive (true for Live, false for
+    # Absent and Unknown alike): a live one is compared, otherwise only the terminal state.
+    presence = job.get("owner_presence")
+    if presence is None and job.get("wrapper_alive") is True:
+        presence = "live"
+    rch[lease["identity"]["local_wrapper_id"]] = (lease.get("terminal_acknowledged"), presence)
 sweep = {}
 for row in dry["leases"]:
     wid = row.get("wrapper_id") or row.get("file", "").removesuffix(".json")
@@ -591,6 +675,8 @@ for wid, (terminal, presence) in sorted(rch.items()):
     due = verdict in ("would_recover", "deferred")
     if terminal:
         ok = verdict == "terminal"
+    elif presence is None:
+        ok = verdict not in (None, "terminal")
     elif presence == "absent":
         ok = due
     elif presence == "live":
@@ -601,7 +687,9 @@ for wid, (terminal, presence) in sorted(rch.items()):
         bad.append(f"{wid}: rch says terminal={terminal} owner={presence}, rch-sweep says {verdict}")
 for wid in sorted(set(sweep) - set(rch)):
     bad.append(f"{wid}: judged by rch-sweep ({sweep[wid]}) but not listed by rch")
-print(f"{len(rch)} journals, {sum(1 for v in sweep.values() if v in ('would_recover','deferred'))} due")
+unlisted = sum(1 for _, presence in rch.values() if presence is None)
+note = f" (rch listed no owner_presence for {unlisted}: terminal state compared)" if unlisted else ""
+print(f"{len(rch)} journals, {sum(1 for v in sweep.values() if v in ('would_recover','deferred'))} due{note}")
 for line in bad:
     print(line)
 sys.exit(1 if bad else 0)
@@ -631,14 +719,53 @@ ok=1
 [ $ok = 0 ] || detail "cron 78: exit $rc; $err"
 verdict "daemon elsewhere: cron's rch names ~/.cache/rch/rch.sock, rchd answers at $SOCK: 78 naming RCH_SOCKET_PATH, nothing charged" $ok "exit $rc"
 
-# ... and rch's config cache keeps that default where XDG_RUNTIME_DIR is set (a user timer)
-as_timer "$SWEEP" --json --stale-after 5 >"$S/timer78.json" 2>"$S/timer78.err"; rc=$?
-err=$(jq -r '.error // ""' "$S/timer78.json" 2>/dev/null)
+# rch's config cache, flipped by an rch run from a project folder, changes nothing that
+# doctor --as cron or a cron-like run sees: every rch rch-sweep starts has the cache off
+# (RCH_DISABLE_CONFIG_CACHE=1), so each resolves the socket from cron's own environment
+# (~/.cache/rch/rch.sock: no XDG_RUNTIME_DIR), and no sweep rewrites the user's cache.
+# rch keeps one entry, keyed by the working folder's project config: first the build user's
+# rch at a terminal (XDG_RUNTIME_DIR set, from $HOME) writes it with $SOCK, which a cached rch
+# under cron would then name; then one from a project folder rewrites it for that folder.
+CACHE_FILE=$BH/.cache/rch/config.cache.json
+ROUTE_SOCK=$BH/.cache/rch/rch.sock
+cache_sum() { sha256sum "$CACHE_FILE" 2>/dev/null | cut -c1-16; }
+with_crontab() { # with_crontab FILE CMD...: CMD run while FILE is the build user's crontab
+  command -v crontab >/dev/null || { echo "no crontab(1)" >"$S/crontab.err"; return 125; }
+  setpriv --reuid="$B_UID" --regid="$B_UID" --clear-groups -- crontab "$1" 2>"$S/crontab.err" || return 125
+  "${@:2}"; local rc=$?
+  setpriv --reuid="$B_UID" --regid="$B_UID" --clear-groups -- crontab -r 2>/dev/null
+  return $rc
+}
+doctor_socket() { # the socket doctor's daemon check names, from its JSON report $1
+  jq -r '[.checks[]? | select(.check == "daemon") | .finding][0] // ""' "$1" 2>/dev/null \
+    | sed -nE 's/^rch.s daemon (does not answer|answers) at ([^ ]+) \(.*/\2/p'
+}
+printf '*/5 * * * * %s --quiet --stale-after 5\n' "$SWEEP" >"$S/crontab-bare"
+as_b rch --json --format json daemon status >/dev/null 2>&1
+cached_then=$(cache_sum)
+cron_cached=$(as_cron "$S/bin/rch" --json --format json daemon status 2>/dev/null | jq -r '.data.socket_path // ""')
+with_crontab "$S/crontab-bare" as_b "$SWEEP" doctor --as cron --json >"$S/flip-doctor1.json" 2>"$S/flip-doctor1.err"
+doctor1=$(doctor_socket "$S/flip-doctor1.json")
+as_cron "$SWEEP" --json --stale-after 5 >"$S/flip-run1.json" 2>"$S/flip-run1.err"; rc1=$?
+run1=$(jq -r '.daemon.socket // ""' "$S/flip-run1.json" 2>/dev/null)
+swept_then=$(cache_sum)
+# the flip: the build user's rch, run once from a project folder
+(cd "$PROJECT" && exec setpriv --reuid="$B_UID" --regid="$B_UID" --clear-groups -- env -i \
+  HOME="$BH" USER="$B" LOGNAME="$B" SHELL=/bin/bash PATH="$BPATH" XDG_RUNTIME_DIR="$RUNTIME" \
+  rch --json --format json daemon status) >/dev/null 2>&1
+flipped=$(cache_sum)
+with_crontab "$S/crontab-bare" as_b "$SWEEP" doctor --as cron --json >"$S/flip-doctor2.json" 2>"$S/flip-doctor2.err"
+doctor2=$(doctor_socket "$S/flip-doctor2.json")
+as_cron "$SWEEP" --json --stale-after 5 >"$S/flip-run2.json" 2>"$S/flip-run2.err"; rc2=$?
+run2=$(jq -r '.daemon.socket // ""' "$S/flip-run2.json" 2>/dev/null)
+swept_after=$(cache_sum)
 ok=1
-[ $rc = 78 ] && grep -q "RCH_SOCKET_PATH=$SOCK" <<<"$err" && grep -q "$BH/.cache/rch/config.cache.json" <<<"$err" && ok=0
-[ $ok = 0 ] || detail "timer 78: exit $rc; $err"
-verdict "config cache: with XDG_RUNTIME_DIR set rch still names ~/.cache/rch/rch.sock: 78 naming the cache file" $ok "exit $rc"
-rm -f "$BH/.cache/rch/config.cache.json"
+[ "$doctor1" = "$ROUTE_SOCK" ] && [ "$doctor2" = "$ROUTE_SOCK" ] && [ "$run1" = "$ROUTE_SOCK" ] \
+  && [ "$run2" = "$ROUTE_SOCK" ] && [ $rc1 = 78 ] && [ $rc2 = 78 ] && [ "$(charged)" = 0 ] \
+  && [ "$swept_then" = "$cached_then" ] && [ "$swept_after" = "$flipped" ] && ok=0
+flip_said="the cache rewritten by the project run: $([ -n "$flipped" ] && [ "$flipped" != "$cached_then" ] && echo yes || echo no); cron's rch with its cache on named ${cron_cached:-nothing}"
+[ $ok = 0 ] || detail "cache flip: doctor --as cron saw '$doctor1' then '$doctor2', the cron-like runs '$run1' (exit $rc1) then '$run2' (exit $rc2), want $ROUTE_SOCK; cache $cached_then -> $swept_then (sweeps) -> $flipped (project run) -> $swept_after (sweeps); $flip_said; $(head -c 300 "$S/crontab.err" 2>/dev/null)"
+verdict "cache flip: after rch ran from a project folder, doctor --as cron and a cron-like run still see cron's own socket ($ROUTE_SOCK, 78), and no sweep rewrote rch's config cache" $ok "$flip_said"
 
 # rch 1.x as --rch → 78, nothing charged
 if [ ! -x "$S/bin/rch-1" ]; then
@@ -656,9 +783,19 @@ fi
 as_b "$SWEEP" forget --all >/dev/null 2>&1
 
 # a manual rch jobs recover holds rch's lock → deferred; the same run recovers the rest
-# (the lease killed mid-build: its recovery fetches the outputs, with an rsync that waits)
+# (the lease killed mid-build: its recovery fetches the outputs, with an rsync that waits).
+# rch before 2.1.17 takes no recovery lock: the run then recovers all three itself.
+l1=$(id_of "$L1")
+MANUAL=
+if [ "$RECOVERY_LOCK" = 0 ]; then
+  SKIPPED=$((SKIPPED + 2))
+  say "SKIP  lock: a manual rch jobs recover holding rch's lock leaves its lease deferred: rch $RCH_VERSION takes no per-lease .recovery.lock (rch-lease-format.md section 10: from 2.1.17), so no manual recovery can be seen holding one"
+  say "SKIP  lock: rch's own refusal while another recovery holds the lock (stderr kept): rch $RCH_VERSION has no such lock, hence no such refusal"
+  as_b "$SWEEP" --json --stale-after 5 --max-recoveries 3 >"$S/lock.json" 2>"$S/lock.err"; rc=$?
+  recovered_by_run="L1:killed-mid-build L2:killed-before-launch L3:retained-by-rch"
+else
 E2E_EXTRA_ENV="RCH_RSYNC_BIN=$S/bin/slow-rsync E2E_RSYNC_DELAY=20" \
-  as_b rch jobs recover "$(id_of "$L1")" --timeout-secs 120 >"$S/manual.log" 2>&1 &
+  as_b rch jobs recover "$l1" --timeout-secs 120 >"$S/manual.log" 2>&1 &
 MANUAL=$!
 STARTED_PIDS+=("$MANUAL")
 lock_held() { # the recovery lock of journal $1 appears in /proc/locks
@@ -667,33 +804,54 @@ lock_held() { # the recovery lock of journal $1 appears in /proc/locks
 }
 until=$((SECONDS + 30)); while ! lock_held "$L1" && [ $SECONDS -lt $until ]; do sleep 0.1; done
 lock_held "$L1" || detail "lock: the manual recovery's lock never appeared in /proc/locks"
+# rch's own refusal while the lock is held: its stderr (run as rch-sweep runs rch), kept for
+# the phrase table
+mark=$(call_mark)
+E2E_EXTRA_ENV="RCH_NO_UPDATE_CHECK=1 RCH_DISABLE_CONFIG_CACHE=1" \
+  as_b rch jobs recover "$l1" --timeout-secs 10 >/dev/null 2>&1; busy_rc=$?
+busy=$(calls_since "$mark" "jobs recover $l1" | tail -1)
+keep_stderr "$busy" busy-lock
+ok=1
+[ $busy_rc = 1 ] && [ -n "$busy" ] && grep -q "cannot acquire exclusive job recovery" "${busy%.meta}.err" && ok=0
+verdict "lock: rch's own refusal while another recovery holds the lock (stderr kept)" $ok \
+  "exit $busy_rc${busy:+: $(one_line "${busy%.meta}.err")}"
 # (three attempts: the first three leases; the fourth and fifth wait for the steps below)
 as_b "$SWEEP" --json --stale-after 5 --max-recoveries 3 >"$S/lock.json" 2>"$S/lock.err"; rc=$?
-l1=$(id_of "$L1")
 ok=1
 jq -e --arg id "$l1" '.leases[] | select(.wrapper_id == $id) | .outcome == "deferred" and (.error | test("another process"))' "$S/lock.json" >/dev/null \
-  && ! jq -e --arg id "$l1" '.leases[$id]' "$STATE" >/dev/null 2>&1 && ok=0
+  && ! jq -e --arg id "$l1" '.leases[$id] | select((.failures // 0) > 0)' "$STATE" >/dev/null 2>&1 && ok=0
 [ $ok = 0 ] || detail "lock: exit $rc; $(jq -c '[.leases[] | select(.outcome != "skipped") | {wrapper_id, outcome, error}]' "$S/lock.json" 2>/dev/null | head -c 800)"
 verdict "lock: a manual rch jobs recover holding rch's lock leaves its lease deferred, nothing charged" $ok "exit $rc"
 wait "$MANUAL"; manual_rc=$?
+recovered_by_run="L2:killed-before-launch L3:retained-by-rch"
+fi
 
 # the real run's recoveries read back as rch's completion
-completion() { # rch's completion, as rchd 2.1.34 verifies it (one journal)
-  jq -e '.terminal_acknowledged == true and .state == "finished" and .recovery.retired == true
-    and (.recovery.returned | type == "number") and .recovery.returned == .exit_code
-    and ((.recovery.daemon_exit_code | type == "number") or .recovery.daemon_record_absent == true)' "$1" >/dev/null
+completion() { # rch's completion, as the release's rchd verifies it (one journal)
+  if [ "$DAEMON_MARK" = 1 ]; then
+    jq -e '.terminal_acknowledged == true and .state == "finished" and .recovery.retired == true
+      and (.recovery.returned | type == "number") and .recovery.returned == .exit_code
+      and ((.recovery.daemon_exit_code | type == "number") or .recovery.daemon_record_absent == true)' "$1" >/dev/null
+  else # before 2.1.17: no daemon handoff, so no daemon mark of either kind
+    jq -e '.terminal_acknowledged == true and .state == "finished" and .recovery.retired == true
+      and (.recovery.returned | type == "number") and .recovery.returned == .exit_code
+      and (.recovery | has("daemon_exit_code") or has("daemon_record_absent") | not)' "$1" >/dev/null
+  fi
 }
 ok=0; why=
-for pair in "L2:killed-before-launch" "L3:retained-by-rch"; do
+for pair in $recovered_by_run; do
   var=${pair%%:*}; f=${!var}
   jq -e --arg id "$(id_of "$f")" '.leases[] | select(.wrapper_id == $id) | .outcome == "recovered"' "$S/lock.json" >/dev/null \
     && completion "$f" || { ok=1; why="$why $(id_of "$f") $(jq -r --arg id "$(id_of "$f")" '.leases[] | select(.wrapper_id == $id) | "\(.outcome) \(.error // "")"' "$S/lock.json" | cut -c1-200)"; }
   keep "$f" "after-${pair##*:}"
 done
 [ "$rc" = 0 ] || { ok=1; why="$why exit $rc"; }
-completion "$L1" || { ok=1; why="$why manual recovery of $l1 (exit $manual_rc) not complete"; }
-keep "$L1" "after-killed-mid-build"
-verdict "recover: a real run recovers them, and the journals read back as rch's completion" $ok "${why:-exit $rc}"
+if [ -n "$MANUAL" ]; then
+  completion "$L1" || { ok=1; why="$why manual recovery of $l1 (exit $manual_rc) not complete"; }
+  keep "$L1" "after-killed-mid-build"
+fi
+mark_said="with daemon_exit_code"; [ "$DAEMON_MARK" = 1 ] || mark_said="with no daemon mark (rch $RCH_VERSION writes none)"
+verdict "recover: a real run recovers them, and the journals read back as rch's completion, $mark_said" $ok "${why:-exit $rc}"
 
 # doctor on the healthy host
 as_b "$SWEEP" doctor --json >"$S/doctor.json" 2>&1; rc=$?
@@ -716,10 +874,19 @@ ok=1; [ $rc = 0 ] && completion "$L4" && ok=0
 keep "$L4" "after-daemon-steps"
 verdict "cron: a cron-like run with RCH_SOCKET_PATH recovers" $ok "exit $rc"
 
-# daemon_record_absent: the fifth lease aged past 24 hours, rchd's history moved aside
+# The fifth lease's build forgotten by rchd (restarted with its build history moved aside)
+# and its heartbeat moved back, as an old lease's would be:
+# - 2.1.34: rch waits until the lease is 24 h old ("acknowledgement waits until the lease is
+#   24h old"): deferred, not charged, its next attempt at heartbeat + 24 h + 1 min; then,
+#   past that, rch finishes it with daemon_record_absent and it is recovered;
+# - 2.1.17 to 2.1.33: "no exact terminal receipt", forever: stuck, not charged;
+# - before 2.1.17: no daemon handoff at all, so it is simply recovered, with no daemon mark.
 stop_rchd
-aged=$(( $(date +%s%3N) - 25 * 3600 * 1000 ))
-py "$L5" "$aged" <<'EOF'
+mkdir -p "$S/history-aside"
+mv "$RUNTIME"/rch.history* "$S/history-aside/" 2>/dev/null
+start_rchd || { verdict "rchd restarts without its history" 1; exit 1; }
+set_heartbeat() { # set_heartbeat JOURNAL UNIX_MS: the one edit a journal gets here
+  py "$1" "$2" <<'EOF'
 import re, sys
 path, aged = sys.argv[1], sys.argv[2]
 text = open(path).read()
@@ -727,16 +894,132 @@ text, n = re.subn(r'("heartbeat_unix_ms": )\d+', lambda m: m.group(1) + aged, te
 assert n == 1
 open(path, "w").write(text)
 EOF
-mkdir -p "$S/history-aside"
-mv "$RUNTIME"/rch.history* "$S/history-aside/" 2>/dev/null
-keep "$L5" "before-aged-24h"
-start_rchd || { verdict "rchd restarts without its history" 1; exit 1; }
-as_b "$SWEEP" --json --stale-after 5 >"$S/absent.json" 2>"$S/absent.err"; rc=$?
-ok=1
-[ $rc = 0 ] && completion "$L5" && jq -e '.recovery.daemon_record_absent == true and (.recovery | has("daemon_exit_code") | not)' "$L5" >/dev/null && ok=0
-[ $ok = 0 ] || detail "record absent: exit $rc; $(jq -c '[.leases[] | select(.outcome != "skipped") | {outcome, error}]' "$S/absent.json" 2>/dev/null | head -c 600)"
-keep "$L5" "after-aged-24h-daemon-record-absent"
-verdict "record absent: a lease past 24 h whose build rchd forgot is recovered (daemon_record_absent), counted a success" $ok "exit $rc"
+}
+now_ms() { date +%s%3N; }
+l5=$(id_of "$L5")
+entry_of() { jq -c --arg id "$1" '(.leases // {})[$id] // empty' "$STATE" 2>/dev/null; }
+outcome_of() { jq -r --arg id "$2" '[.leases[]? | select(.wrapper_id == $id) | .outcome][0] // "none"' "$1" 2>/dev/null; }
+if [ "$WAIT_24H" = 1 ]; then
+  # 45 s short of 24 hours: rch's answer comes well before the lease turns 24 h old.
+  hb=$(( $(now_ms) - 24 * 3600 * 1000 + 45 * 1000 ))
+  set_heartbeat "$L5" "$hb"
+  keep "$L5" "before-aged-24h"
+  next=$(( hb + 24 * 3600 * 1000 + 60 * 1000 ))
+  mark=$(call_mark)
+  as_b "$SWEEP" --json --stale-after 5 >"$S/wait.json" 2>"$S/wait.err"; rc=$?
+  waited=$(calls_since "$mark" "jobs recover $l5" | tail -1)
+  keep_stderr "$waited" 24h-wait
+  keep "$L5" "waiting-24h"   # (not after-*: no completion)
+  entry=$(entry_of "$l5")
+  ok=1
+  [ "$(outcome_of "$S/wait.json" "$l5")" = deferred ] && [ "$(charged)" = 0 ] \
+    && jq -e --argjson next "$next" '(.failures // 0) == 0 and .next_attempt_unix_ms == $next' <<<"${entry:-null}" >/dev/null \
+    && jq -e '.terminal_acknowledged == false' "$L5" >/dev/null \
+    && [ -n "$waited" ] && grep -q "acknowledgement waits until the lease is 24h old" "${waited%.meta}.err" && ok=0
+  [ $ok = 0 ] || detail "24 h wait: exit $rc; $(jq -c --arg id "$l5" '[.leases[]? | select(.wrapper_id == $id) | {outcome, error, next_attempt_unix_ms}]' "$S/wait.json" 2>/dev/null | head -c 600); entry ${entry:-none}, want next_attempt_unix_ms $next; rch said: ${waited:+$(one_line "${waited%.meta}.err")}"
+  verdict "24 h wait: a lease under 24 h old whose build rchd forgot is deferred, not charged, next attempt at heartbeat + 24 h + 1 min (stderr kept)" $ok \
+    "exit $rc${waited:+; rch: $(tail -1 "${waited%.meta}.err" | tr -d '\033' | cut -c1-160)}"
+  # not started again before its time
+  mark=$(call_mark)
+  as_b "$SWEEP" --json --stale-after 5 >"$S/wait2.json" 2>"$S/wait2.err"; rc=$?
+  ok=1
+  [ "$(outcome_of "$S/wait2.json" "$l5")" = backing_off ] && [ -z "$(calls_since "$mark" "jobs recover $l5")" ] && ok=0
+  verdict "24 h wait: a run before heartbeat + 24 h + 1 min starts no recovery of it" $ok "exit $rc, $(outcome_of "$S/wait2.json" "$l5")"
+  # past it: rch finishes the journal with daemon_record_absent
+  while [ "$(now_ms)" -le $((next + 1000)) ]; do sleep 1; done
+  as_b "$SWEEP" --json --stale-after 5 >"$S/absent.json" 2>"$S/absent.err"; rc=$?
+  ok=1
+  [ $rc = 0 ] && [ "$(outcome_of "$S/absent.json" "$l5")" = recovered ] && completion "$L5" \
+    && jq -e '.recovery.daemon_record_absent == true and (.recovery | has("daemon_exit_code") | not)' "$L5" >/dev/null \
+    && [ -z "$(entry_of "$l5")" ] && ok=0
+  [ $ok = 0 ] || detail "record absent: exit $rc; $(jq -c '[.leases[] | select(.outcome != "skipped") | {outcome, error}]' "$S/absent.json" 2>/dev/null | head -c 600); entry $(entry_of "$l5")"
+  keep "$L5" "after-aged-24h-daemon-record-absent"
+  verdict "24 h wait: once 24 h old it is recovered (daemon_record_absent), counted a success, its entry gone" $ok "exit $rc"
+else
+  SKIPPED=$((SKIPPED + 1))
+  say "SKIP  24 h wait: a lease under 24 h old whose build rchd forgot is deferred until heartbeat + 24 h + 1 min: rch $RCH_VERSION has no 24-hour wait (from 2.1.34; rch-lease-format.md section 10)"
+  set_heartbeat "$L5" $(( $(now_ms) - 25 * 3600 * 1000 ))
+  keep "$L5" "before-aged-24h"
+  mark=$(call_mark)
+  as_b "$SWEEP" --json --stale-after 5 >"$S/absent.json" 2>"$S/absent.err"; rc=$?
+  said=$(calls_since "$mark" "jobs recover $l5" | tail -1)
+  ok=1
+  if [ "$DAEMON_MARK" = 0 ]; then
+    [ $rc = 0 ] && [ "$(outcome_of "$S/absent.json" "$l5")" = recovered ] && completion "$L5" \
+      && [ -z "$(entry_of "$l5")" ] && ok=0
+    keep "$L5" "after-aged-24h"
+    what="recovered at once with no daemon mark (rch $RCH_VERSION has no daemon handoff), counted a success"
+  else
+    keep_stderr "$said" no-terminal-receipt
+    [ "$(outcome_of "$S/absent.json" "$l5")" = stuck ] && [ "$(charged)" = 0 ] \
+      && jq -e '.terminal_acknowledged == false' "$L5" >/dev/null && ok=0
+    keep "$L5" "stuck-aged-24h"   # (not after-*: no completion)
+    what="stuck, not charged (rch $RCH_VERSION never completes a build its daemon forgot; stderr kept)"
+  fi
+  [ $ok = 0 ] || detail "aged: exit $rc; $(jq -c '[.leases[] | select(.outcome != "skipped") | {outcome, error}]' "$S/absent.json" 2>/dev/null | head -c 600); rch said: ${said:+$(one_line "${said%.meta}.err")}"
+  verdict "aged: a lease past 24 h whose build rchd forgot is $what" $ok "exit $rc"
+fi
+
+# rch's owner check refuses a lease whose wrapper still runs: its stderr (run as rch-sweep runs
+# rch) kept for the phrase table; rch-sweep never hands such a lease over.
+build live 25
+LIVE_PID=$BUILD_PID
+ok=1; why=
+if L6=$(journal_of "$LIVE_PID" 60) && wait_for "$L6" '.recovery.execution_started == true and .phase == "execute"' 90; then
+  l6=$(id_of "$L6")
+  mark=$(call_mark)
+  E2E_EXTRA_ENV="RCH_NO_UPDATE_CHECK=1 RCH_DISABLE_CONFIG_CACHE=1" \
+    as_b rch jobs recover "$l6" --timeout-secs 10 >/dev/null 2>&1; owner_rc=$?
+  refused=$(calls_since "$mark" "jobs recover $l6" | tail -1)
+  keep_stderr "$refused" owner-refusal
+  as_b "$SWEEP" --dry-run --json --verbose --stale-after 5 >"$S/live.json" 2>"$S/live.err"
+  judged=$(jq -r --arg id "$l6" '[.leases[]? | select((.wrapper_id // (.file // "" | rtrimstr(".json"))) == $id) | (.reason // .outcome)][0] // "none"' "$S/live.json" 2>/dev/null)
+  phrase_ok=0
+  # rch-common 2.1.22 and later word it so (rch-lease-format.md section 10); older ones have their own.
+  if [ "$REL" -ge 22 ]; then
+    grep -q "original wrapper is still present or unverified" "${refused%.meta}.err" 2>/dev/null || phrase_ok=1
+  fi
+  [ "$owner_rc" != 0 ] && [ -n "$refused" ] && [ $phrase_ok = 0 ] \
+    && { [ "$judged" = owner_alive ] || [ "$judged" = heartbeat_fresh ]; } && ok=0
+  why="rch exit $owner_rc${refused:+: $(tail -1 "${refused%.meta}.err" | tr -d '\033' | cut -c1-160)}; rch-sweep: $judged"
+else
+  why="the live build never reached its remote execution"
+fi
+wait "$LIVE_PID" 2>/dev/null
+verdict "owner: rch refuses a lease whose wrapper still runs (stderr kept), and rch-sweep does not hand it over" $ok "$why"
+
+# No stderr of an rch that rch-sweep started holds an update-check warning (rch 2.1.34's
+# background check would try GitHub from this network namespace without one, and print its
+# retries in front of the error), and every such rch was given RCH_NO_UPDATE_CHECK=1 and
+# RCH_DISABLE_CONFIG_CACHE=1. The script's own rch calls without the variable are the control.
+UPDATE_WORDS='fetching releases?|update[ _-]?check|api\.github\.com|github api|newer version|update available'
+by_sweep=0; warned=0; unset_vars=0; control=0; control_warned=0
+n_status=0; n_recover=0; n_version=0; n_help=0
+for meta in "$CALLS"/*.meta; do
+  [ -e "$meta" ] || continue
+  err=${meta%.meta}.err
+  if grep -qx "caller: $SWEEP" "$meta"; then
+    by_sweep=$((by_sweep + 1))
+    case "$(sed -n 's/^args: //p' "$meta")" in
+      "--json --format json daemon status") n_status=$((n_status + 1)) ;;
+      "jobs recover --help") n_help=$((n_help + 1)) ;;
+      "jobs recover "*) n_recover=$((n_recover + 1)) ;;
+      "--version") n_version=$((n_version + 1)) ;;
+    esac
+    { grep -qx 'RCH_NO_UPDATE_CHECK=1' "$meta" && grep -qx 'RCH_DISABLE_CONFIG_CACHE=1' "$meta"; } \
+      || { unset_vars=$((unset_vars + 1)); detail "update check: rch $(sed -n 's/^args: //p' "$meta") was started by rch-sweep without both variables: $(grep '^RCH_' "$meta" | tr '\n' ' ')"; }
+    if grep -qaiE "$UPDATE_WORDS" "$err" 2>/dev/null; then
+      warned=$((warned + 1))
+      detail "update check: rch $(sed -n 's/^args: //p' "$meta") (started by rch-sweep) printed: $(grep -aiE "$UPDATE_WORDS" "$err" | head -2 | tr -d '\033' | tr '\n' ' ' | cut -c1-300)"
+    fi
+  elif grep -qx 'RCH_NO_UPDATE_CHECK=unset' "$meta"; then
+    control=$((control + 1))
+    grep -qaiE "$UPDATE_WORDS" "$err" 2>/dev/null && control_warned=$((control_warned + 1))
+  fi
+done
+ok=1; [ $by_sweep -gt 0 ] && [ $warned = 0 ] && [ $unset_vars = 0 ] && [ $n_status -gt 0 ] && [ $n_recover -gt 0 ] && ok=0
+verdict "update check: no stderr of the $by_sweep rch calls rch-sweep made holds an update-check warning, each had RCH_NO_UPDATE_CHECK=1 and RCH_DISABLE_CONFIG_CACHE=1" $ok \
+  "daemon status $n_status, jobs recover $n_recover, --version $n_version, jobs recover --help $n_help; $warned warned, $unset_vars without the variables (the control: $control_warned of the script's $control own calls without them warned)"
 
 # Everything rch-sweep now sees is terminal.
 as_b "$SWEEP" --check --stale-after 5 >/dev/null 2>&1; rc=$?

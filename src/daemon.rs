@@ -18,8 +18,8 @@
 
 use crate::child::{self, Capture, ChildSpec, Ending};
 use crate::exit::ExitCode;
-use crate::{account, config, rch_cache};
-use std::ffi::{OsStr, OsString};
+use crate::{account, config};
+use std::ffi::OsString;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -159,18 +159,13 @@ impl Report {
     /// the socket, how it was chosen, what happened to the leases, and the
     /// fix. None when it is up.
     pub fn message(&self) -> Option<String> {
-        self.message_in(&config::process_env)
-    }
-
-    /// [`Report::message`] for a run whose `rch` was asked in `env`.
-    pub fn message_in(&self, env: &dyn Fn(&str) -> Option<OsString>) -> Option<String> {
         if self.up {
             return None;
         }
         let socket = self.socket.display();
         let how = self.chosen_by.how();
         let why = self.error.as_deref().unwrap_or("unknown");
-        let fix = self.fix_in(env)?;
+        let fix = self.fix()?;
         if let Some(other) = &self.answering_elsewhere {
             return Some(format!(
                 "rch looks for its daemon at {socket} ({how}), where none answers ({why}), while one of this user's answers at {other}; no recovery was started and no lease was charged a failure. {fix}",
@@ -189,25 +184,11 @@ impl Report {
 
     /// What to do about it; None when it is up.
     pub fn fix(&self) -> Option<String> {
-        self.fix_in(&config::process_env)
-    }
-
-    /// [`Report::fix`] for a run whose `rch` was asked in `env` (rch-sweep's
-    /// own environment: the children's differs only in `RCH_STATE_HOME`).
-    pub fn fix_in(&self, env: &dyn Fn(&str) -> Option<OsString>) -> Option<String> {
         if self.up {
             return None;
         }
         Some(match &self.answering_elsewhere {
-            Some(other) => {
-                let mut fix = format!("Point rch at it: {}", point_at(other, self.chosen_by, env));
-                if self.chosen_by == ChosenBy::Rch
-                    && let Some(note) = rch_cache::stale_default_note(&self.socket, env)
-                {
-                    fix.push_str(&format!(". {note}"));
-                }
-                fix
-            }
+            Some(other) => format!("Point rch at it: {}", point_at(other, self.chosen_by)),
             None if self.foreign_listener.is_some() => {
                 "Start this user's own daemon (systemctl --user start rchd, or rch daemon start) where rch looks for it, or name the socket of the daemon meant with --socket / RCH_SOCKET_PATH; another user's process is never handed this user's recoveries"
                     .to_owned()
@@ -236,31 +217,17 @@ impl Report {
 }
 
 /// The fix for a daemon answering at `other` while rch looks elsewhere,
-/// set where the run gets its environment: first `RCH_SOCKET_PATH`, which
-/// rch obeys whatever its config files or its config cache say; then, for
-/// a user service's socket, `XDG_RUNTIME_DIR`, which only moves rch's
-/// default (and not at all while rch's config cache holds an older one), so
-/// it is offered only when rch was asked without it.
-fn point_at(other: &Path, chosen_by: ChosenBy, env: &dyn Fn(&str) -> Option<OsString>) -> String {
+/// set where the run gets its environment: `RCH_SOCKET_PATH` alone, which
+/// rch obeys whatever its config files say. rch is run without its config
+/// cache (see [`crate::rch_env`]), so the cache is never why.
+fn point_at(other: &Path, chosen_by: ChosenBy) -> String {
     let socket = format!("RCH_SOCKET_PATH={}", other.display());
-    let by_runtime_dir = other
-        .parent()
-        .filter(|_| other.file_name() == Some(OsStr::new("rch.sock")))
-        .filter(|dir| dir.starts_with("/run/user"))
-        .filter(|_| rch_cache::runtime_dir(env).is_none())
-        .map(|dir| {
-            format!(
-                " (or XDG_RUNTIME_DIR={}, which only moves rch's default socket there)",
-                dir.display()
-            )
-        })
-        .unwrap_or_default();
     match chosen_by {
         ChosenBy::Option => format!("--socket {}", other.display()),
         ChosenBy::Environment | ChosenBy::Alias => format!("{socket} instead"),
-        ChosenBy::Rch => format!(
-            "set {socket} on the crontab line or in the unit's drop-in (systemctl edit){by_runtime_dir}"
-        ),
+        ChosenBy::Rch => {
+            format!("set {socket} on the crontab line or in the unit's drop-in (systemctl edit)")
+        }
     }
 }
 
@@ -703,39 +670,22 @@ mod tests {
             Some("/run/user/1000/rch.sock"),
         );
         assert_eq!(wrong.exit_code(), ExitCode::Config);
-        // cron: no XDG_RUNTIME_DIR. RCH_SOCKET_PATH first (it works whatever
-        // rch's config and its cache say), XDG_RUNTIME_DIR as the lesser way.
-        let cron = |name: &str| (name == "HOME").then(|| OsString::from("/home/a"));
-        let message = wrong.message_in(&cron).expect("message");
+        // RCH_SOCKET_PATH alone: rch obeys it whatever its config says,
+        // and with rch's config cache off the cache is never why.
+        let message = wrong.message().expect("message");
+        let fix = "Point rch at it: set RCH_SOCKET_PATH=/run/user/1000/rch.sock on the crontab line or in the unit's drop-in (systemctl edit)";
         for words in [
             "/home/a/.cache/rch/rch.sock",
             "/run/user/1000/rch.sock",
             "as rch resolves it",
-            "Point rch at it: set RCH_SOCKET_PATH=/run/user/1000/rch.sock on the crontab line or in the unit's drop-in (systemctl edit) (or XDG_RUNTIME_DIR=/run/user/1000, which only moves rch's default socket there)",
         ] {
             assert!(message.contains(words), "{message} lacks {words}");
         }
-        assert!(!message.contains("config.cache.json"), "{message}");
-        // A user timer: XDG_RUNTIME_DIR is set, yet rch named ~/.cache: its
-        // config cache holds the default resolved without it.
-        let timer = |name: &str| match name {
-            "HOME" => Some(OsString::from("/home/a")),
-            "XDG_RUNTIME_DIR" => Some(OsString::from("/run/user/1000")),
-            _ => None,
-        };
-        let fix = wrong.fix_in(&timer).expect("fix");
-        assert!(
-            fix.starts_with("Point rch at it: set RCH_SOCKET_PATH=/run/user/1000/rch.sock on the crontab line or in the unit's drop-in (systemctl edit). rch was asked with XDG_RUNTIME_DIR=/run/user/1000 set and still named /home/a/.cache/rch/rch.sock"),
-            "{fix}"
-        );
-        for words in [
-            "remove /home/a/.cache/rch/config.cache.json",
-            "RCH_DISABLE_CONFIG_CACHE=1",
-        ] {
-            assert!(fix.contains(words), "{fix} lacks {words}");
+        assert!(message.ends_with(fix), "{message}");
+        assert_eq!(wrong.fix().as_deref(), Some(fix));
+        for gone in ["XDG_RUNTIME_DIR", "config.cache", "config cache"] {
+            assert!(!message.contains(gone), "{message} names {gone}");
         }
-        assert!(!fix.contains("(or XDG_RUNTIME_DIR"), "{fix}");
-        assert!(wrong.message_in(&timer).expect("message").ends_with(&fix));
         let named = report(
             ChosenBy::Option,
             Err("no socket at all (nothing is at that path)".into()),

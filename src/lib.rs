@@ -47,7 +47,7 @@ pub mod persist;
 pub mod plan;
 pub mod preflight;
 pub mod proc_locks;
-pub mod rch_cache;
+pub mod rch_env;
 pub mod rch_says;
 pub mod record;
 pub mod recover;

@@ -12,6 +12,7 @@ use crate::exit::ExitCode;
 use crate::judge;
 use crate::lease::{DurableJobLease, ReadFailure};
 use crate::lease_dir::{LeaseDir, recovery_lock, room};
+use crate::rch_env;
 use crate::rch_says::{self, Meaning};
 use crate::release::{self, Version};
 use crate::shortage;
@@ -163,17 +164,19 @@ impl Attempt {
     }
 }
 
-/// What the child is told on top of our own environment. rch finds its
-/// lease directory only as `$RCH_STATE_HOME/job-leases` (before
-/// `XDG_STATE_HOME` and `HOME`), so naming the judged directory's state
-/// home makes it act on exactly the journal that was judged.
+/// What a run's `rch` is told on top of our own environment (every one:
+/// `--version`, `daemon status`, `jobs recover`), made by
+/// [`rch_env::for_rch`] like every other `rch`'s. rch finds its lease
+/// directory only as `$RCH_STATE_HOME/job-leases` (before `XDG_STATE_HOME`
+/// and `HOME`), so naming the judged directory's state home makes it act on
+/// exactly the journal that was judged.
 pub fn child_env(settings: &Settings) -> Vec<(OsString, OsString)> {
     let state_home = settings.state_home.as_os_str().to_os_string();
     let mut env = vec![("RCH_STATE_HOME".into(), state_home)];
     if let Some(socket) = &settings.socket {
         env.push(("RCH_SOCKET_PATH".into(), socket.clone().into_os_string()));
     }
-    env
+    rch_env::for_rch(env)
 }
 
 /// Reads the journal again just before the start, with every check of the

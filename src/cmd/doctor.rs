@@ -28,7 +28,7 @@ use crate::preflight::{self, DoctorCheck, Finding, Intent, Status};
 use crate::scan::{self, Scan, ScanOptions};
 use crate::state::backoff::{Backoff, now_unix_ms};
 use crate::verdict::SkipReason;
-use crate::{account, daemon, host, log, recover, release, route, state};
+use crate::{account, daemon, host, log, rch_env, recover, release, route, state};
 use anyhow::Result;
 use std::borrow::Borrow;
 use std::ffi::OsStr;
@@ -394,7 +394,7 @@ fn version(rch: &Path) -> Version {
     let spec = ChildSpec {
         program: rch,
         args: &args,
-        env: &[],
+        env: &rch_env::for_rch(Vec::new()),
     };
     let report =
         match child::run_capturing(&spec, Capture::StdoutAndStderr, VERSION_DEADLINE, &|| false) {
@@ -438,7 +438,7 @@ fn recovers(rch: &Path) -> Result<(), String> {
     let spec = ChildSpec {
         program: rch,
         args: &args,
-        env: &[],
+        env: &rch_env::for_rch(Vec::new()),
     };
     let report = child::run_capturing(&spec, Capture::StdoutAndStderr, VERSION_DEADLINE, &|| false)
         .map_err(|error| format!("could not be started: {}", error.source))?;

@@ -25,7 +25,9 @@ pub fn isolate(world: &World, command: &mut Command) {
         .env("HOME", &home)
         .env_remove("XDG_RUNTIME_DIR")
         .env_remove("XDG_CACHE_HOME")
-        .env_remove("XDG_CONFIG_HOME");
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("RCH_NO_UPDATE_CHECK")
+        .env_remove("RCH_DISABLE_CONFIG_CACHE");
 }
 
 /// Runs it with `--json`: exit code, document, stderr.
