@@ -960,8 +960,10 @@ else
   verdict "aged: a lease past 24 h whose build rchd forgot is $what" $ok "exit $rc"
 fi
 
-# rch's owner check refuses a lease whose wrapper still runs: its stderr (run as rch-sweep runs
-# rch) kept for the phrase table; rch-sweep never hands such a lease over.
+# rch's owner check refuses a lease whose wrapper still runs (from 2.1.17): its stderr (run as
+# rch-sweep runs rch) kept for the phrase table. Before 2.1.17 rch refuses nothing there: it
+# leaves the live wrapper a `.recover` receipt and says recover_requested (exit 0). Either
+# way rch-sweep never hands such a lease over.
 build live 25
 LIVE_PID=$BUILD_PID
 ok=1; why=
@@ -969,24 +971,32 @@ if L6=$(journal_of "$LIVE_PID" 60) && wait_for "$L6" '.recovery.execution_starte
   l6=$(id_of "$L6")
   mark=$(call_mark)
   E2E_EXTRA_ENV="RCH_NO_UPDATE_CHECK=1 RCH_DISABLE_CONFIG_CACHE=1" \
-    as_b rch jobs recover "$l6" --timeout-secs 10 >/dev/null 2>&1; owner_rc=$?
+    as_b rch jobs recover "$l6" --timeout-secs 10 >"$S/owner.out" 2>/dev/null; owner_rc=$?
   refused=$(calls_since "$mark" "jobs recover $l6" | tail -1)
-  keep_stderr "$refused" owner-refusal
   as_b "$SWEEP" --dry-run --json --verbose --stale-after 5 >"$S/live.json" 2>"$S/live.err"
   judged=$(jq -r --arg id "$l6" '[.leases[]? | select((.wrapper_id // (.file // "" | rtrimstr(".json"))) == $id) | (.reason // .outcome)][0] // "none"' "$S/live.json" 2>/dev/null)
-  phrase_ok=0
-  # rch-common 2.1.22 and later word it so (rch-lease-format.md section 10); older ones have their own.
-  if [ "$REL" -ge 22 ]; then
-    grep -q "original wrapper is still present or unverified" "${refused%.meta}.err" 2>/dev/null || phrase_ok=1
+  rch_ok=1
+  if [ "$REL" -lt 17 ]; then
+    [ "$owner_rc" = 0 ] && grep -q '"recover_requested"' "$S/owner.out" && rch_ok=0
+    said="recover_requested, exit $owner_rc (no refusal before 2.1.17)"
+  else
+    keep_stderr "$refused" owner-refusal
+    [ "$owner_rc" != 0 ] && [ -n "$refused" ] && rch_ok=0
+    # rch-common 2.1.22 and later word it so (rch-lease-format.md section 10).
+    if [ "$REL" -ge 22 ] && ! grep -q "original wrapper is still present or unverified" "${refused%.meta}.err" 2>/dev/null; then
+      rch_ok=1
+    fi
+    said="exit $owner_rc${refused:+: $(tail -1 "${refused%.meta}.err" | tr -d '\033' | cut -c1-160)}"
   fi
-  [ "$owner_rc" != 0 ] && [ -n "$refused" ] && [ $phrase_ok = 0 ] \
-    && { [ "$judged" = owner_alive ] || [ "$judged" = heartbeat_fresh ]; } && ok=0
-  why="rch exit $owner_rc${refused:+: $(tail -1 "${refused%.meta}.err" | tr -d '\033' | cut -c1-160)}; rch-sweep: $judged"
+  [ $rch_ok = 0 ] && { [ "$judged" = owner_alive ] || [ "$judged" = heartbeat_fresh ]; } && ok=0
+  why="rch $said; rch-sweep: $judged"
 else
   why="the live build never reached its remote execution"
 fi
 wait "$LIVE_PID" 2>/dev/null
-verdict "owner: rch refuses a lease whose wrapper still runs (stderr kept), and rch-sweep does not hand it over" $ok "$why"
+owner_what="rch refuses a lease whose wrapper still runs (stderr kept)"
+[ "$REL" -ge 17 ] || owner_what="rch $RCH_VERSION leaves a lease whose wrapper still runs to that wrapper (recover_requested)"
+verdict "owner: $owner_what, and rch-sweep does not hand it over" $ok "$why"
 
 # No stderr of an rch that rch-sweep started holds an update-check warning (rch 2.1.34's
 # background check would try GitHub from this network namespace without one, and print its
