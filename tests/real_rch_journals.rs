@@ -1,8 +1,12 @@
-//! Journals written by the real rch 2.1.34 (issue 33), held in
-//! `tests/data/real-rch-2.1.34/` so CI checks rch's own bytes without
-//! building rch: `scripts/real-rch-e2e.sh --keep-journals` copied them from
-//! a run against real `rch exec` builds, rchd and a worker over SSH (the
-//! folder's README says how each was made).
+//! Journals written by the real rch, of two releases whose completions
+//! differ, held in `tests/data/real-rch-<version>/` so CI checks rch's own
+//! bytes without building rch: `scripts/real-rch-e2e.sh --rch-version V
+//! --keep-journals` copied them from a run against real `rch exec` builds,
+//! rchd and a worker over SSH (each folder's README says how each was
+//! made). rch 2.1.34 (issue 33) marks each completion with the daemon's
+//! exit code or `daemon_record_absent`; rch 2.1.16 (issue 40), older than
+//! 2.1.17, hands nothing to its daemon and marks nothing, and a run whose
+//! `rch --version` names it counts the delivery alone.
 //!
 //! - every `before-*` journal (a lease rch left for recovery) is judged a
 //!   candidate, by a dry run and by `explain`, as rch's own `jobs recover`
@@ -20,12 +24,39 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/real-rch-2.1.34");
+use rch_sweep::judge::Completion;
 
-/// The journals of the folder by file stem (`before-killed-mid-build`, ...).
-fn journals() -> BTreeMap<String, PathBuf> {
-    let found: BTreeMap<String, PathBuf> = std::fs::read_dir(DATA)
-        .expect("tests/data/real-rch-2.1.34")
+/// A release whose real journals are kept: its folder, what `rch
+/// --version` printed, what its completion carries, and how many of its
+/// completions are `daemon_record_absent` ones.
+struct Release {
+    data: &'static str,
+    version_line: &'static str,
+    completion: Completion,
+    record_absent: usize,
+}
+
+const RELEASES: [Release; 2] = [
+    Release {
+        data: concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/real-rch-2.1.34"),
+        version_line: "rch 2.1.34",
+        completion: Completion::DaemonMarked,
+        record_absent: 1,
+    },
+    Release {
+        data: concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/real-rch-2.1.16"),
+        version_line: "rch 2.1.16",
+        completion: Completion::DeliveryOnly,
+        record_absent: 0,
+    },
+];
+
+/// The journals of a release's folder by file stem
+/// (`before-killed-mid-build`, ...).
+fn journals(release: &Release) -> BTreeMap<String, PathBuf> {
+    let data = release.data;
+    let found: BTreeMap<String, PathBuf> = std::fs::read_dir(data)
+        .unwrap_or_else(|error| panic!("{data}: {error}"))
         .map(|entry| entry.expect("entry").path())
         .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
         .map(|path| {
@@ -39,14 +70,14 @@ fn journals() -> BTreeMap<String, PathBuf> {
         .collect();
     assert!(
         found.keys().any(|stem| stem.starts_with("after-")),
-        "no after-* journal in {DATA}"
+        "no after-* journal in {data}"
     );
     found
 }
 
 /// The pairs (before, after) of one lease: `after-X` with `before-X`.
-fn pairs() -> Vec<(String, PathBuf, PathBuf)> {
-    let journals = journals();
+fn pairs(release: &Release) -> Vec<(String, PathBuf, PathBuf)> {
+    let journals = journals(release);
     let mut pairs = Vec::new();
     for (stem, after) in &journals {
         let Some(case) = stem.strip_prefix("after-") else {
@@ -77,29 +108,53 @@ fn wrapper_id(path: &Path) -> String {
 }
 
 #[test]
-fn rchs_completions_pass_the_completion_check_record_absent_included() {
-    let mut record_absent = 0;
-    for (case, before, after) in pairs() {
-        let parsed = |path: &Path| {
-            rch_sweep::lease::parse(&std::fs::read(path).expect("read"))
-                .unwrap_or_else(|error| panic!("{}: {error}", path.display()))
-        };
+fn rchs_completions_pass_the_completion_check_of_their_release() {
+    for release in &RELEASES {
+        let mut record_absent = 0;
+        let mut unmarked = 0;
+        for (case, before, after) in pairs(release) {
+            let parsed = |path: &Path| {
+                rch_sweep::lease::parse(&std::fs::read(path).expect("read"))
+                    .unwrap_or_else(|error| panic!("{}: {error}", path.display()))
+            };
+            let (before, after_lease) = (parsed(&before), parsed(&after));
+            let check =
+                |completion| rch_sweep::judge::verify_completion(&before, &after_lease, completion);
+            assert_eq!(
+                check(release.completion),
+                Ok(()),
+                "{}, {case}: rch's own completion refused",
+                release.version_line
+            );
+            let recipe = &json(&after)["recovery"];
+            if recipe["daemon_record_absent"] == true {
+                assert!(recipe.get("daemon_exit_code").is_none(), "{case}");
+                record_absent += 1;
+            }
+            if recipe.get("daemon_exit_code").is_none() && recipe["daemon_record_absent"] != true {
+                // No daemon mark: only a check that knows the release takes it.
+                assert_eq!(
+                    check(Completion::DaemonMarked),
+                    Err(rch_sweep::judge::NOT_ACKNOWLEDGED),
+                    "{case}"
+                );
+                unmarked += 1;
+            }
+        }
         assert_eq!(
-            rch_sweep::judge::verify_completion(
-                &parsed(&before),
-                &parsed(&after),
-                rch_sweep::judge::Completion::DaemonMarked,
-            ),
-            Ok(()),
-            "{case}: rch's own completion refused"
+            record_absent, release.record_absent,
+            "{}: completions without a daemon record",
+            release.version_line
         );
-        let recipe = &json(&after)["recovery"];
-        if recipe["daemon_record_absent"] == true {
-            assert!(recipe.get("daemon_exit_code").is_none(), "{case}");
-            record_absent += 1;
+        if release.completion == Completion::DeliveryOnly {
+            assert_eq!(
+                unmarked,
+                pairs(release).len(),
+                "{}: every completion unmarked",
+                release.version_line
+            );
         }
     }
-    assert_eq!(record_absent, 1, "one completion without a daemon record");
 }
 
 /// A lease directory holding a copy of `files`, each under its wrapper id.
@@ -112,8 +167,14 @@ fn copy_as_leases(world: &World, files: &[&PathBuf]) {
 
 #[test]
 fn a_dry_run_and_explain_judge_rchs_journals_as_rch_does() {
+    for release in &RELEASES {
+        judged_as_rch_does(release);
+    }
+}
+
+fn judged_as_rch_does(release: &Release) {
     for stage in ["before-", "after-"] {
-        let journals = journals();
+        let journals = journals(release);
         let files: Vec<&PathBuf> = journals
             .iter()
             .filter(|(stem, _)| stem.starts_with(stage) && !stem.ends_with("-aged"))
@@ -170,7 +231,7 @@ fn a_dry_run_and_explain_judge_rchs_journals_as_rch_does() {
     }
     // The lease rch finished by itself, wrapper alive to the end.
     let world = World::new();
-    let finished = PathBuf::from(DATA).join("finished-by-its-wrapper.json");
+    let finished = PathBuf::from(release.data).join("finished-by-its-wrapper.json");
     copy_as_leases(&world, &[&finished]);
     let (code, document) = world.json(&["--dry-run", "--verbose", "--stale-after", "5"]);
     assert_eq!(code, 0, "{document}");
@@ -179,8 +240,14 @@ fn a_dry_run_and_explain_judge_rchs_journals_as_rch_does() {
 
 #[test]
 fn a_run_whose_rch_leaves_rchs_own_completions_counts_each_recovered() {
+    for release in &RELEASES {
+        recovered_as_rch_left_them(release);
+    }
+}
+
+fn recovered_as_rch_left_them(release: &Release) {
     let world = World::new();
-    let pairs = pairs();
+    let pairs = pairs(release);
     let mut cases = String::new();
     for (_, before, after) in &pairs {
         copy_as_leases(&world, &[before]);
@@ -190,7 +257,16 @@ fn a_run_whose_rch_leaves_rchs_own_completions_counts_each_recovered() {
             after = after.display()
         ));
     }
-    let rch = world.fake_rch("rch", &format!("case \"$3\" in\n{cases}*) exit 1 ;;\nesac"));
+    let recover = format!("case \"$3\" in\n{cases}*) exit 1 ;;\nesac");
+    let version = format!("echo '{}'", release.version_line);
+    let rch = world.fake_rch_with(
+        "rch",
+        &FakeRch {
+            version: Some(&version),
+            recover: &recover,
+            ..FakeRch::default()
+        },
+    );
     let (code, document) = world.json(&[
         "--rch",
         rch.to_str().expect("utf8"),
@@ -201,5 +277,9 @@ fn a_run_whose_rch_leaves_rchs_own_completions_counts_each_recovered() {
     ]);
     assert_eq!(code, 0, "{document}");
     assert_eq!(document["recovered"], pairs.len(), "{document}");
+    assert_eq!(
+        document["rch"]["version"], release.version_line,
+        "{document}"
+    );
     assert_eq!(document["failed"], 0, "{document}");
 }
