@@ -186,13 +186,22 @@ mod tests {
     /// release, its stderr after escapes are taken out, what it means).
     /// A new recording is one more line here (`include_str!` of a file in
     /// tests/data/real-rch-<release>/).
-    const RECORDED: &[(&str, Version, &str, Option<Meaning>)] = &[(
-        // rch-lease-format.md §9: a manual `rch jobs recover` held the lock.
-        "busy lock, real rch 2.1.34 (§9)",
-        Version::new(2, 1, 34),
-        "Error: cannot acquire exclusive job recovery: journal is held by another handle; retry the same wrapper\n",
-        Some(Meaning::BusyLock),
-    )];
+    /// stderr the real rch printed, as scripts/real-rch-e2e.sh kept it
+    /// (`--keep-journals`): one line a sample.
+    const RECORDED: &[(&str, Version, &str, Option<Meaning>)] = &[
+        (
+            "busy lock, real rch 2.1.34 (a manual jobs recover held the lock)",
+            Version::new(2, 1, 34),
+            include_str!("../tests/data/real-rch-2.1.34/stderr-busy-lock.txt"),
+            Some(Meaning::BusyLock),
+        ),
+        (
+            "the 24 h wait, real rch 2.1.34 (rchd restarted without its history)",
+            Version::new(2, 1, 34),
+            include_str!("../tests/data/real-rch-2.1.34/stderr-24h-wait.txt"),
+            Some(Meaning::DaemonRecordWait),
+        ),
+    ];
 
     #[test]
     fn recorded_stderr_of_the_real_rch_reads_as_it_meant() {
