@@ -526,6 +526,17 @@ fn answering_elsewhere(
 mod tests {
     use super::*;
 
+    /// An environment holding only `pairs`, as `usual_places` and
+    /// `chosen_by` read one.
+    fn env(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<OsString> {
+        move |name: &str| {
+            pairs
+                .iter()
+                .find(|(key, _)| *key == name)
+                .map(|(_, value)| OsString::from(value))
+        }
+    }
+
     #[test]
     fn rchs_status_answer_names_the_socket() {
         let answer = br#"{"success":true,"data":{"running":false,"socket_path":"/run/user/1000/rch.sock","pid":null}}"#;
@@ -569,14 +580,6 @@ mod tests {
 
     #[test]
     fn the_usual_places_follow_rch_and_leave_out_the_chosen_one() {
-        let env = |pairs: &'static [(&'static str, &'static str)]| {
-            move |name: &str| {
-                pairs
-                    .iter()
-                    .find(|(key, _)| *key == name)
-                    .map(|(_, value)| OsString::from(value))
-            }
-        };
         let strings = |places: Vec<PathBuf>| -> Vec<String> {
             places
                 .iter()
@@ -740,14 +743,6 @@ mod tests {
 
     #[test]
     fn rch_daemon_socket_names_the_socket_only_without_rch_socket_path() {
-        let env = |pairs: &'static [(&'static str, &'static str)]| {
-            move |name: &str| {
-                pairs
-                    .iter()
-                    .find(|(key, _)| *key == name)
-                    .map(|(_, value)| OsString::from(value))
-            }
-        };
         let socket = Path::new("/a.sock");
         assert_eq!(
             chosen_by(socket, env(&[("RCH_DAEMON_SOCKET", "/a.sock")])),

@@ -15,11 +15,10 @@
 
 mod common;
 
-use common::private_host::PrivateHost;
+use common::account::TestAccount;
 use common::*;
 use serde_json::Value;
 use std::fs;
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use wait_timeout::ChildExt;
@@ -28,86 +27,35 @@ fn utf8(path: &Path) -> &str {
     path.to_str().expect("utf8 path")
 }
 
-/// An account made inside a private host, whose home is a fresh
-/// [`World`].
+/// The cron account, made inside a private host, whose home is a fresh
+/// [`World`]; its host's pam_env files are a fresh Debian's.
 struct CronUser {
-    host: PrivateHost,
-    name: String,
-    uid: u32,
-    gid: u32,
-    world: World,
+    account: TestAccount,
+}
+
+impl std::ops::Deref for CronUser {
+    type Target = TestAccount;
+
+    fn deref(&self) -> &TestAccount {
+        &self.account
+    }
 }
 
 impl CronUser {
     /// `None` (said) where the test cannot run: not root, no private
     /// mount namespace, no `useradd` or `crontab` outside CI.
     fn new(test: &str) -> Option<CronUser> {
-        let host = PrivateHost::new(test)?;
-        if !tool_or_skip("/usr/sbin/useradd", "passwd") || !tool_or_skip("/usr/bin/crontab", "cron")
-        {
-            return None;
-        }
-        let world = World::new();
-        fs::set_permissions(world.dir.path(), fs::Permissions::from_mode(0o755)).expect("chmod");
-        let name = "rchsweep-cron".to_owned();
-        let made = host
-            .command("useradd")
-            .args(["--no-create-home", "--shell", "/bin/sh", "--user-group"])
-            .arg("--home-dir")
-            .arg(world.dir.path())
-            .arg(&name)
-            .output()
-            .expect("useradd");
-        assert!(made.status.success(), "useradd: {}", stderr(&made));
-        let id = |flag: &str| -> u32 {
-            let output = host.command("id").args([flag, &name]).output().expect("id");
-            stdout(&output).trim().parse().expect("a number from id")
-        };
-        let (uid, gid) = (id("-u"), id("-g"));
+        let account = TestAccount::new(test, "rchsweep-cron")?;
         // pam_env's files as a fresh Debian has them: nothing set.
-        host.write(Path::new("/etc/environment"), b"");
-        host.write(Path::new("/etc/default/locale"), b"");
-        Some(CronUser {
-            host,
-            name,
-            uid,
-            gid,
-            world,
-        })
-    }
-
-    fn home(&self) -> &Path {
-        self.world.dir.path()
-    }
-
-    /// Everything in the home folder becomes the account's.
-    fn hand_over(&self) {
-        let status = Command::new("chown")
-            .args(["-R", &format!("{}:{}", self.uid, self.gid)])
-            .arg(self.home())
-            .status()
-            .expect("chown");
-        assert!(status.success());
-    }
-
-    /// Installs `text` as the account's crontab with the real `crontab`.
-    fn crontab(&self, text: &str) {
-        let file = self.world.path("crontab.txt");
-        fs::write(&file, text).expect("write crontab");
-        let output = self
-            .host
-            .command("crontab")
-            .args(["-u", &self.name])
-            .arg(&file)
-            .output()
-            .expect("crontab");
-        assert!(output.status.success(), "crontab: {}", stderr(&output));
+        account.host.write(Path::new("/etc/environment"), b"");
+        account.host.write(Path::new("/etc/default/locale"), b"");
+        Some(CronUser { account })
     }
 
     /// The binary as this account, from a login shell whose `HOME` is
     /// not the account's (as after `su`): cron's is the passwd entry's.
     fn doctor_command(&self, args: &[&str]) -> Command {
-        let mut command = self.host.command_as(self.uid, self.gid, self.home(), BIN);
+        let mut command = self.command(BIN);
         command
             .env_clear()
             .env("HOME", "/nonexistent-login-home")

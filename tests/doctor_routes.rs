@@ -20,8 +20,8 @@
 
 mod common;
 
+use common::account::TestAccount;
 use common::doctor_rows::row;
-use common::private_host::PrivateHost;
 use common::*;
 use serde_json::Value;
 use std::fs;
@@ -37,96 +37,38 @@ fn utf8(path: &Path) -> &str {
     path.to_str().expect("utf8 path")
 }
 
-fn id(host: &PrivateHost, flag: &str, name: &str) -> u32 {
-    let output = host.command("id").args([flag, name]).output().expect("id");
-    stdout(&output).trim().parse().expect("a number from id")
-}
-
 /// A throwaway account whose home is a fresh [`World`], in a private
 /// namespace of its own: the account, its crontab and whatever the test
 /// writes under `/etc` go with the namespace when it is dropped.
 struct TestUser {
-    name: String,
-    uid: u32,
-    gid: u32,
-    world: World,
-    host: PrivateHost,
+    account: TestAccount,
+}
+
+impl std::ops::Deref for TestUser {
+    type Target = TestAccount;
+
+    fn deref(&self) -> &TestAccount {
+        &self.account
+    }
 }
 
 impl TestUser {
     /// `None` (having said why) where the test cannot run: not root, or no
     /// `useradd`/`crontab` outside CI.
     fn new(test: &str) -> Option<TestUser> {
-        if !root_or_skip(test)
-            || !tool_or_skip("/usr/sbin/useradd", "passwd")
-            || !tool_or_skip("/usr/bin/crontab", "cron")
-        {
-            return None;
-        }
-        let host = PrivateHost::new(test)?;
-        let world = World::new();
-        fs::set_permissions(world.dir.path(), fs::Permissions::from_mode(0o755)).expect("chmod");
         let name = format!(
             "rchsw{}n{}",
             std::process::id() % 100_000,
             NEXT.fetch_add(1, Ordering::SeqCst)
         );
-        let home = world.dir.path().to_str().expect("utf8").to_owned();
-        let made = host
-            .command("useradd")
-            .args([
-                "--no-create-home",
-                "--home-dir",
-                &home,
-                "--shell",
-                "/bin/sh",
-                "--user-group",
-                &name,
-            ])
-            .output()
-            .expect("useradd");
-        assert!(made.status.success(), "useradd: {}", stderr(&made));
-        Some(TestUser {
-            uid: id(&host, "-u", &name),
-            gid: id(&host, "-g", &name),
-            name,
-            world,
-            host,
-        })
-    }
-
-    fn home(&self) -> &Path {
-        self.world.dir.path()
-    }
-
-    /// Everything in the home folder becomes the account's.
-    fn hand_over(&self) {
-        let status = Command::new("chown")
-            .args(["-R", &format!("{}:{}", self.uid, self.gid)])
-            .arg(self.home())
-            .status()
-            .expect("chown");
-        assert!(status.success());
-    }
-
-    /// Installs `text` as the account's crontab with the real `crontab`.
-    fn crontab(&self, text: &str) {
-        let file = self.world.path("crontab.txt");
-        fs::write(&file, text).expect("write crontab");
-        let output = self
-            .host
-            .command("crontab")
-            .args(["-u", &self.name])
-            .arg(&file)
-            .output()
-            .expect("crontab");
-        assert!(output.status.success(), "crontab: {}", stderr(&output));
+        let account = TestAccount::new(test, &name)?;
+        Some(TestUser { account })
     }
 
     /// The binary as this account, from a login shell that has only
     /// `HOME`, `LOGNAME` and a plain `PATH`.
     fn doctor(&self, args: &[&str]) -> Output {
-        self.as_account(BIN)
+        self.command(BIN)
             .env_clear()
             .env("HOME", self.home())
             .env("LOGNAME", &self.name)
@@ -134,12 +76,6 @@ impl TestUser {
             .args(args)
             .output()
             .expect("doctor")
-    }
-
-    /// `program` as this account, in its home, inside the namespace.
-    fn as_account(&self, program: &str) -> Command {
-        self.host
-            .command_as(self.uid, self.gid, self.home(), program)
     }
 
     /// The first line of `doctor --as <route>` for a person: what the
@@ -647,7 +583,7 @@ fn a_fifo_as_an_environment_file_is_named_and_never_waited_on() {
 
     let report = user.world.path("report.json");
     let mut child = user
-        .as_account(BIN)
+        .command(BIN)
         .env_clear()
         .env("HOME", user.home())
         .env("LOGNAME", &user.name)

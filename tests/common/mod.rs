@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+pub mod account;
 pub mod backoff;
 pub mod doctor_rows;
 pub mod isolated;
