@@ -481,16 +481,22 @@ stand_in_rch() {
 
 step "doctor --as cron, as a user who is not root"
 # What the operator runs after crontab -e: the installed binary re-executes
-# itself with cron's HOME, LOGNAME, SHELL and PATH only. As nobody, with a
-# home of its own in the work folder: rch where its installer puts it
-# (~/.local/bin, on no cron PATH), leases where rch writes them.
+# itself with cron's HOME, LOGNAME, SHELL and PATH only, HOME and LOGNAME
+# from the account's passwd entry, as Debian's cron gives them. As nobody,
+# with a home of its own in the work folder: rch where its installer puts it
+# (~/.local/bin, on no cron PATH), leases where rch writes them. nobody's
+# passwd home (/nonexistent) is changed in a copy of /etc/passwd bound over
+# the real one in a private mount namespace only: the host's stays as it is.
 chmod 711 "$work"
 user_home=$work/nobody-home
 mkdir -p "$user_home/.local/bin" "$user_home/.local/state/rch/job-leases"
 stand_in_rch "$user_home/.local/bin/rch"
 chown -R nobody: "$user_home"
+awk -F: -v OFS=: -v home="$user_home" '$1 == "nobody" { $6 = home } { print }' /etc/passwd > "$work/passwd"
+chmod 644 "$work/passwd"
 as_nobody() {
-  runuser -u nobody -- env -i HOME="$user_home" LOGNAME=nobody PATH=/usr/bin:/bin "$@" \
+  unshare --mount --propagation private -- sh -c 'mount --bind "$1" /etc/passwd && shift && exec "$@"' \
+    sh "$work/passwd" runuser -u nobody -- env -i HOME="$user_home" LOGNAME=nobody PATH=/usr/bin:/bin "$@" \
     rch-sweep doctor --as cron --json > "$work/doctor.out" 2> "$work/doctor.err"
 }
 status=0
