@@ -144,8 +144,8 @@ fn rch(args: &RunArgs) -> Finding {
     let mut warnings = Vec::new();
     let mut fixes = Vec::new();
     let version = match version(&found) {
-        Version::Said(line) => line,
-        Version::Broken(why) => {
+        VersionAnswer::Said(line) => line,
+        VersionAnswer::Broken(why) => {
             return Finding::fail(
                 DoctorCheck::Rch,
                 ExitCode::Config,
@@ -156,7 +156,7 @@ fn rch(args: &RunArgs) -> Finding {
                 "repair or reinstall rch (a shim or wrapper exits 127 when the program it runs is missing, 126 when it may not run it), or point --rch / RCH_SWEEP_RCH at an rch that runs",
             );
         }
-        Version::Failed(why) => {
+        VersionAnswer::Failed(why) => {
             warnings.push(format!("`{} --version` {why}", found.display()));
             fixes.push("check that this rch runs for this user (rch --version)".to_owned());
             String::new()
@@ -375,7 +375,7 @@ fn same_file(a: &Path, b: &Path) -> bool {
 }
 
 /// What `rch --version` told.
-enum Version {
+enum VersionAnswer {
     /// Exited 0: its first line.
     Said(String),
     /// Could not be started, or exited 126 or 127: a run's every recovery
@@ -389,7 +389,7 @@ enum Version {
 /// not be started or exited 126/127 (quoting the last line of its stderr),
 /// or did not exit 0 within [`VERSION_DEADLINE`] (its process group is
 /// killed past it).
-fn version(rch: &Path) -> Version {
+fn version(rch: &Path) -> VersionAnswer {
     let args = ["--version".into()];
     let spec = ChildSpec {
         program: rch,
@@ -400,7 +400,7 @@ fn version(rch: &Path) -> Version {
         match child::run_capturing(&spec, Capture::StdoutAndStderr, VERSION_DEADLINE, &|| false) {
             Ok(report) => report,
             Err(error) => {
-                return Version::Broken(format!("could not be started: {}", error.source));
+                return VersionAnswer::Broken(format!("could not be started: {}", error.source));
             }
         };
     let said = last_line(&report.stderr_tail)
@@ -409,20 +409,20 @@ fn version(rch: &Path) -> Version {
     match report.ending {
         Ending::Exited(status) if status.success() => {}
         Ending::Exited(status) if matches!(status.code(), Some(126 | 127)) => {
-            return Version::Broken(format!("failed: {status}{said}"));
+            return VersionAnswer::Broken(format!("failed: {status}{said}"));
         }
-        Ending::Exited(status) => return Version::Failed(format!("failed: {status}{said}")),
+        Ending::Exited(status) => return VersionAnswer::Failed(format!("failed: {status}{said}")),
         Ending::TimedOut => {
-            return Version::Failed(format!(
+            return VersionAnswer::Failed(format!(
                 "did not answer within {}s (killed)",
                 VERSION_DEADLINE.as_secs()
             ));
         }
-        Ending::Interrupted => return Version::Failed("was interrupted".to_owned()),
+        Ending::Interrupted => return VersionAnswer::Failed("was interrupted".to_owned()),
     }
     let text = String::from_utf8_lossy(&report.tail);
     let line = text.lines().map(str::trim).find(|line| !line.is_empty());
-    Version::Said(
+    VersionAnswer::Said(
         line.map(|line| log::printable(line).chars().take(200).collect())
             .unwrap_or_else(|| "printed nothing".to_owned()),
     )

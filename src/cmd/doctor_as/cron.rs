@@ -6,7 +6,7 @@
 //! in [`crontab`], [`pam_env`] and [`crate::wrappers`]; this reads the
 //! files, bounded and without blocking.
 
-use super::{Plan, Planned, Refusal, Said, ask, program, refused_option};
+use super::{Plan, Planned, ToolAnswer, Unfollowed, ask, program, refused_option};
 use crate::fsio::{self, NotRead};
 use crate::vars::{self, Vars};
 use crate::{account, config, crontab, pam_env, wrappers};
@@ -123,7 +123,7 @@ fn decide(
     if plan.runs.is_empty() && !unfollowed.is_empty() {
         // Never doctor's own options in their stead: that would check a
         // sweep cron never starts.
-        plan.refused = Some(Refusal {
+        plan.refused = Some(Unfollowed {
             finding: format!(
                 "no line that runs rch-sweep as {user} can be followed, so doctor cannot tell what cron's runs will meet: {}",
                 unfollowed.join("; ")
@@ -146,24 +146,24 @@ fn user_crontab(user: &str, plan: &mut Plan) -> Option<String> {
             None
         }
         Some(crontab) => match ask(&crontab, &["-l"]) {
-            Said::Out(text) => {
+            ToolAnswer::Out(text) => {
                 plan.from
                     .push(format!("the crontab of {user} ({} -l)", crontab.display()));
                 Some(text)
             }
-            Said::Failed(_, said) if said.starts_with("no crontab for") => {
+            ToolAnswer::Failed(_, said) if said.starts_with("no crontab for") => {
                 plan.from
                     .push(format!("{said} (crontab -l): cron's defaults"));
                 None
             }
-            Said::Failed(code, said) => {
+            ToolAnswer::Failed(code, said) => {
                 plan.warnings.push(format!(
                     "crontab -l exited {}: {said}; checked with cron's defaults",
                     code.map_or_else(|| "on a signal".to_owned(), |c| c.to_string())
                 ));
                 None
             }
-            Said::Broken(why) => {
+            ToolAnswer::Broken(why) => {
                 plan.warnings
                     .push(format!("crontab -l {why}; checked with cron's defaults"));
                 None

@@ -68,12 +68,12 @@ struct Plan {
     runs: Vec<Planned>,
     /// Why no run can be checked as the route starts it: the
     /// `environment` check fails with this, and nothing else is checked.
-    refused: Option<Refusal>,
+    refused: Option<Unfollowed>,
 }
 
 /// The `environment` check's failure when doctor cannot tell what the
 /// route runs.
-struct Refusal {
+struct Unfollowed {
     finding: String,
     fix: String,
 }
@@ -117,7 +117,7 @@ fn refused(
     route: Route,
     args: &RunArgs,
     plan: &Plan,
-    refusal: &Refusal,
+    refusal: &Unfollowed,
     doctor: &FromDoctor,
 ) -> ExitCode {
     let code = ExitCode::Failed;
@@ -172,7 +172,7 @@ fn program(name: &str, usual: &[&str]) -> Option<PathBuf> {
 }
 
 /// What a reading program printed, or why it printed nothing usable.
-enum Said {
+enum ToolAnswer {
     Out(String),
     /// Exited non-zero: its code and the last line of its stderr.
     Failed(Option<i32>, String),
@@ -181,36 +181,37 @@ enum Said {
 }
 
 /// Runs `program args` (stdin from `/dev/null`, within [`READ_DEADLINE`]).
-fn ask(program: &Path, args: &[&str]) -> Said {
+fn ask(program: &Path, args: &[&str]) -> ToolAnswer {
     let args: Vec<OsString> = args.iter().map(OsString::from).collect();
     let spec = ChildSpec {
         program,
         args: &args,
         env: &[],
     };
-    let report =
-        match child::run_capturing(&spec, Capture::StdoutAndStderr, READ_DEADLINE, &|| false) {
-            Ok(report) => report,
-            Err(error) => return Said::Broken(format!("could not be started: {}", error.source)),
-        };
+    let report = match child::run_capturing(&spec, Capture::StdoutAndStderr, READ_DEADLINE, &|| {
+        false
+    }) {
+        Ok(report) => report,
+        Err(error) => return ToolAnswer::Broken(format!("could not be started: {}", error.source)),
+    };
     match report.ending {
         Ending::Exited(status) if status.success() => {
             if report.tail_overflowed {
-                return Said::Broken(format!(
+                return ToolAnswer::Broken(format!(
                     "printed more than the {} KiB doctor reads",
                     child::TAIL_BYTES / 1024
                 ));
             }
-            Said::Out(String::from_utf8_lossy(&report.tail).into_owned())
+            ToolAnswer::Out(String::from_utf8_lossy(&report.tail).into_owned())
         }
         Ending::Exited(status) => {
-            Said::Failed(status.code(), child::last_line(&report.stderr_tail))
+            ToolAnswer::Failed(status.code(), child::last_line(&report.stderr_tail))
         }
-        Ending::TimedOut => Said::Broken(format!(
+        Ending::TimedOut => ToolAnswer::Broken(format!(
             "did not answer within {}s (killed)",
             READ_DEADLINE.as_secs()
         )),
-        Ending::Interrupted => Said::Broken("was interrupted".to_owned()),
+        Ending::Interrupted => ToolAnswer::Broken("was interrupted".to_owned()),
     }
 }
 

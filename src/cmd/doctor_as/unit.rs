@@ -5,7 +5,7 @@
 //! `EnvironmentFile=`, `ExecStart=` program or `WorkingDirectory=`) fails
 //! the report's `environment` check, named with the file that sets it.
 
-use super::{Plan, Planned, Said, ask, is_output_flag, program, refused_option};
+use super::{Plan, Planned, ToolAnswer, ask, is_output_flag, program, refused_option};
 use crate::cli::Route;
 use crate::fsio::{self, NotRead};
 use crate::unit_file::search::{self, Entry, Scope};
@@ -264,15 +264,17 @@ fn systemd_version(plan: &mut Plan) -> u32 {
     let said = program("systemctl", &["/usr/bin/systemctl", "/bin/systemctl"])
         .map(|systemctl| ask(&systemctl, &["--version"]));
     let why = match said {
-        Some(Said::Out(text)) => match text.lines().next().and_then(syntax::systemd_version) {
-            Some(version) => return version,
-            None => "its first line names no version".to_owned(),
-        },
-        Some(Said::Failed(code, last)) => format!(
+        Some(ToolAnswer::Out(text)) => {
+            match text.lines().next().and_then(syntax::systemd_version) {
+                Some(version) => return version,
+                None => "its first line names no version".to_owned(),
+            }
+        }
+        Some(ToolAnswer::Failed(code, last)) => format!(
             "it exited {}: {last}",
             code.map_or("on a signal".to_owned(), |c| c.to_string())
         ),
-        Some(Said::Broken(why)) => why,
+        Some(ToolAnswer::Broken(why)) => why,
         None => "systemctl is not installed".to_owned(),
     };
     plan.notes.push(format!(
@@ -396,7 +398,7 @@ fn from_manager(user_manager: bool, unit: &str, plan: &mut Plan) -> Option<(Load
         "User",
         unit,
     ]);
-    let Said::Out(text) = ask(&systemctl, &args) else {
+    let ToolAnswer::Out(text) = ask(&systemctl, &args) else {
         return None;
     };
     let shown = unit_file::show::parse(&text);
@@ -406,7 +408,7 @@ fn from_manager(user_manager: bool, unit: &str, plan: &mut Plan) -> Option<(Load
     let mut manager_args = scope.to_vec();
     manager_args.extend(["show", "-p", "Environment"]);
     let mut manager_env = match ask(&systemctl, &manager_args) {
-        Said::Out(text) => text
+        ToolAnswer::Out(text) => text
             .lines()
             .find_map(|line| line.strip_prefix("Environment="))
             .map(unit_file::show::environment)
