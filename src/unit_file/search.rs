@@ -130,7 +130,7 @@ fn folders_of(name: &str, out: &mut Vec<String>) {
 
 /// What stands at a path, as systemd tells a unit file or drop-in apart.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Entry {
+pub enum UnitPath {
     Missing,
     /// A file with something in it (through links).
     File,
@@ -159,7 +159,7 @@ pub struct Found {
 pub fn find(
     search: &[PathBuf],
     unit: &str,
-    entry: &dyn Fn(&Path) -> Entry,
+    entry: &dyn Fn(&Path) -> UnitPath,
     list: &dyn Fn(&Path) -> Vec<String>,
 ) -> Found {
     let template = template_of(unit);
@@ -169,12 +169,12 @@ pub fn find(
             .iter()
             .map(|dir| dir.join(name))
             .find_map(|path| match entry(&path) {
-                kind @ (Entry::File | Entry::Masked) => Some((path, kind)),
-                Entry::Missing | Entry::Other => None,
+                kind @ (UnitPath::File | UnitPath::Masked) => Some((path, kind)),
+                UnitPath::Missing | UnitPath::Other => None,
             })
     });
     let (unit_file, masked_by) = match first {
-        Some((path, Entry::Masked)) => (None, Some(path)),
+        Some((path, UnitPath::Masked)) => (None, Some(path)),
         Some((path, _)) => (Some(path), None),
         None => (None, None),
     };
@@ -198,9 +198,9 @@ pub fn find(
             }
             let path = folder.join(&name);
             match entry(&path) {
-                Entry::File => chosen.push((name, path, false)),
-                Entry::Masked => chosen.push((name, path, true)),
-                Entry::Missing | Entry::Other => {}
+                UnitPath::File => chosen.push((name, path, false)),
+                UnitPath::Masked => chosen.push((name, path, true)),
+                UnitPath::Missing | UnitPath::Other => {}
             }
         }
     }
@@ -221,7 +221,7 @@ mod tests {
 
     /// A file system of folders and their file names; a name ending in
     /// ` -> /dev/null` is a masking link.
-    fn world(files: &[&str]) -> (impl Fn(&Path) -> Entry, impl Fn(&Path) -> Vec<String>) {
+    fn world(files: &[&str]) -> (impl Fn(&Path) -> UnitPath, impl Fn(&Path) -> Vec<String>) {
         let masked: Vec<PathBuf> = files
             .iter()
             .filter_map(|f| f.strip_suffix(" -> /dev/null"))
@@ -247,11 +247,11 @@ mod tests {
             let set = set.clone();
             move |path: &Path| {
                 if masked.iter().any(|file| file == path) {
-                    Entry::Masked
+                    UnitPath::Masked
                 } else if set.iter().any(|file| file == path) {
-                    Entry::File
+                    UnitPath::File
                 } else {
-                    Entry::Missing
+                    UnitPath::Missing
                 }
             }
         };
@@ -305,7 +305,7 @@ mod tests {
         let nothing = find(
             &search,
             "rch-sweep@alice.service",
-            &|_| Entry::Missing,
+            &|_| UnitPath::Missing,
             &|_| Vec::new(),
         );
         assert_eq!(nothing, Found::default());

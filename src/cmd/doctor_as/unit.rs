@@ -8,7 +8,7 @@
 use super::{Plan, Planned, ToolAnswer, ask, is_output_flag, program, refused_option};
 use crate::cli::Route;
 use crate::fsio::{self, NotRead};
-use crate::unit_file::search::{self, Entry, Scope};
+use crate::unit_file::search::{self, Scope, UnitPath};
 use crate::unit_file::{
     self, FileRead, Program, Refusal, Service, Specifiers, environment_d, glob, syntax,
 };
@@ -43,11 +43,11 @@ pub(super) fn plan(
     let mut plan = Plan::default();
     let version = systemd_version(&mut plan);
     let loaded = match from_manager(user_manager, &unit, &mut plan) {
-        Some((Loaded::Service(service), manager_env)) => Some((service, manager_env)),
-        Some((Loaded::Masked, _)) => None,
+        Some((ManagerLoad::Service(service), manager_env)) => Some((service, manager_env)),
+        Some((ManagerLoad::Masked, _)) => None,
         // The manager answers, but has no such unit: what is on disk (the
         // shipped unit, said so) in the manager's environment.
-        Some((Loaded::NotFound, manager_env)) => {
+        Some((ManagerLoad::NotFound, manager_env)) => {
             from_disk(user_manager, &unit, shipped, &spec, &home, uid, &mut plan)
                 .map(|service| (service, manager_env))
         }
@@ -87,6 +87,48 @@ pub(super) fn plan(
             "{unit} runs as {runs_as} (User=), but doctor runs as {name}: checked as {name}; run doctor as {runs_as}"
         ));
     }
+    let (files, mut refusals) = environment_files(&service, user_manager, version, &mut plan);
+    let env = unit_file::exec_environment(own, &manager_env, &service, &files);
+    refusals.extend(unit_file::exec_refusals(&service, &program_state));
+    let is_dir = |dir: &str| Path::new(dir).is_dir();
+    refusals.extend(unit_file::working_directory_refusal(
+        &service, &home, &is_dir,
+    ));
+    let mut cwd = unit_file::working_directory(&service, &home, user_manager);
+    if !is_dir(&cwd) {
+        // `-`: systemd starts it where the manager is; without, it never
+        // starts (failed above). doctor runs where it can.
+        cwd = unit_file::working_directory(&Service::default(), &home, user_manager);
+    }
+    let cwd = PathBuf::from(cwd);
+    for refusal in refusals {
+        let Refusal { fails, text } = refusal;
+        if fails {
+            plan.failures.push(text);
+        } else {
+            plan.warnings.push(text);
+        }
+    }
+    let options = options(&service, &env, &unit, &mut plan);
+    plan.runs.push(Planned {
+        line: None,
+        file: None,
+        env,
+        cwd,
+        options,
+    });
+    Ok(plan)
+}
+
+/// The `EnvironmentFile=`s of `service`, each pattern expanded as systemd's
+/// glob does and each match read bounded: their parsed contents, in order,
+/// and what systemd would say of those it cannot read.
+fn environment_files(
+    service: &Service,
+    user_manager: bool,
+    version: u32,
+    plan: &mut Plan,
+) -> (Vec<Vars>, Vec<Refusal>) {
     let mut files = Vec::new();
     let mut refusals = Vec::new();
     for file in &service.environment_files {
@@ -133,36 +175,7 @@ pub(super) fn plan(
             ));
         }
     }
-    let env = unit_file::exec_environment(own, &manager_env, &service, &files);
-    refusals.extend(unit_file::exec_refusals(&service, &program_state));
-    let is_dir = |dir: &str| Path::new(dir).is_dir();
-    refusals.extend(unit_file::working_directory_refusal(
-        &service, &home, &is_dir,
-    ));
-    let mut cwd = unit_file::working_directory(&service, &home, user_manager);
-    if !is_dir(&cwd) {
-        // `-`: systemd starts it where the manager is; without, it never
-        // starts (failed above). doctor runs where it can.
-        cwd = unit_file::working_directory(&Service::default(), &home, user_manager);
-    }
-    let cwd = PathBuf::from(cwd);
-    for refusal in refusals {
-        let Refusal { fails, text } = refusal;
-        if fails {
-            plan.failures.push(text);
-        } else {
-            plan.warnings.push(text);
-        }
-    }
-    let options = options(&service, &env, &unit, &mut plan);
-    plan.runs.push(Planned {
-        line: None,
-        file: None,
-        env,
-        cwd,
-        options,
-    });
-    Ok(plan)
+    (files, refusals)
 }
 
 /// The unit of this user for the manager, the unit rch-sweep ships for
@@ -249,7 +262,7 @@ fn options(service: &Service, env: &Vars, unit: &str, plan: &mut Plan) -> Option
 }
 
 /// What a manager has of the unit.
-enum Loaded {
+enum ManagerLoad {
     Service(Service),
     /// Masked: systemd starts nothing (said in the plan's failures).
     Masked,
@@ -284,16 +297,16 @@ fn systemd_version(plan: &mut Plan) -> u32 {
 }
 
 /// What stands at a unit file, drop-in or `environment.d` file.
-fn entry(path: &Path) -> Entry {
+fn entry(path: &Path) -> UnitPath {
     match std::fs::metadata(path) {
-        Ok(meta) if meta.file_type().is_char_device() => Entry::Masked,
-        Ok(meta) if meta.is_file() && meta.len() == 0 => Entry::Masked,
-        Ok(meta) if meta.is_file() => Entry::File,
-        Ok(_) => Entry::Other,
+        Ok(meta) if meta.file_type().is_char_device() => UnitPath::Masked,
+        Ok(meta) if meta.is_file() && meta.len() == 0 => UnitPath::Masked,
+        Ok(meta) if meta.is_file() => UnitPath::File,
+        Ok(_) => UnitPath::Other,
         Err(error) if error.kind() == ErrorKind::NotFound && path.symlink_metadata().is_err() => {
-            Entry::Missing
+            UnitPath::Missing
         }
-        Err(_) => Entry::Other,
+        Err(_) => UnitPath::Other,
     }
 }
 
@@ -355,7 +368,7 @@ fn manager_environment(
     vars::set(&mut env, "PATH", unit_file::MANAGER_PATH);
     let folders = environment_d::folders(&Path::new(home).join(".config"));
     for file in environment_d::files(&folders, &list) {
-        if entry(&file) == Entry::Masked {
+        if entry(&file) == UnitPath::Masked {
             continue;
         }
         match fsio::read_regular_text(&file, MAX_UNIT_TEXT) {
@@ -374,7 +387,7 @@ fn manager_environment(
 
 /// The unit as its manager describes it, and the manager's environment;
 /// `None` when no manager answers.
-fn from_manager(user_manager: bool, unit: &str, plan: &mut Plan) -> Option<(Loaded, Vars)> {
+fn from_manager(user_manager: bool, unit: &str, plan: &mut Plan) -> Option<(ManagerLoad, Vars)> {
     let systemctl = program("systemctl", &["/usr/bin/systemctl", "/bin/systemctl"])?;
     let scope: &[&str] = if user_manager { &["--user"] } else { &[] };
     let mut args = scope.to_vec();
@@ -428,15 +441,15 @@ fn from_manager(user_manager: bool, unit: &str, plan: &mut Plan) -> Option<(Load
             "{who} says {unit} is masked: systemd will not start it (systemctl{} unmask {unit})",
             if user_manager { " --user" } else { "" }
         ));
-        return Some((Loaded::Masked, manager_env));
+        return Some((ManagerLoad::Masked, manager_env));
     }
     if shown.load_state != "loaded" {
         plan.warnings
             .push(format!("{who} says {unit} is {}", shown.load_state));
-        return Some((Loaded::NotFound, manager_env));
+        return Some((ManagerLoad::NotFound, manager_env));
     }
     plan.from.push(format!("{who}: {}", shown.files.join(", ")));
-    Some((Loaded::Service(shown.service), manager_env))
+    Some((ManagerLoad::Service(shown.service), manager_env))
 }
 
 /// The unit from its files on disk; the shipped unit when none is
