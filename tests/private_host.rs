@@ -71,14 +71,25 @@ fn the_hosts_password_locks_do_not_fail_a_useradd_inside() {
         return;
     }
     let stage = tempfile::tempdir().expect("tempdir");
-    let output = common::mounts::private_mount_namespace(
+    passes_in_a_namespace(
         "mount -t tmpfs rch-sweep-test \"$1\" && mkdir \"$1/upper\" \"$1/work\" \
          && mount -t overlay -o \"lowerdir=/etc,upperdir=$1/upper,workdir=$1/work\" rch-sweep-test /etc \
-         && touch /etc/passwd.lock /etc/group.lock && exec \"$2\" --exact --ignored \"$3\"",
-    )
-    .arg(stage.path())
+         && touch /etc/passwd.lock /etc/group.lock",
+        stage.path(),
+        "useradd_inside_while_the_host_holds_its_locks",
+    );
+}
+
+/// Runs this test binary's ignored `test` in a private mount namespace
+/// that `setup` (a shell script, `$1` being `folder`) made, and fails
+/// unless it passed there.
+fn passes_in_a_namespace(setup: &str, folder: &Path, test: &str) {
+    let output = common::mounts::private_mount_namespace(&format!(
+        "{setup} && exec \"$2\" --exact --ignored \"$3\""
+    ))
+    .arg(folder)
     .arg(std::env::current_exe().expect("this test binary"))
-    .arg("useradd_inside_while_the_host_holds_its_locks")
+    .arg(test)
     .output()
     .expect("unshare");
     assert!(
@@ -275,42 +286,32 @@ fn the_holder_check_reads_each_ns_mnt_and_the_pidfd() {
 
 #[test]
 fn the_holder_check_wants_a_running_holder_apart_from_host_and_test() {
-    let ns = |ino| Some(Namespace { dev: 4, ino });
-    let (host, holder) = (ns(1), ns(2));
-    assert_eq!(judge_holder(true, holder, host, host), Ok(()));
-    assert_eq!(judge_holder(true, holder, host, ns(3)), Ok(()));
-    assert_eq!(
-        judge_holder(false, holder, host, host),
-        Err(Refusal::Exited)
-    );
-    assert_eq!(
-        judge_holder(true, None, host, host),
-        Err(Refusal::Unreadable)
-    );
-    assert_eq!(
-        judge_holder(true, host, host, host),
-        Err(Refusal::HostsNamespace)
-    );
-    assert_eq!(
-        judge_holder(true, holder, host, holder),
-        Err(Refusal::OwnNamespace)
-    );
-    assert_eq!(judge_holder(true, holder, None, host), Ok(()));
-    assert_eq!(
-        judge_holder(true, holder, None, holder),
-        Err(Refusal::OwnNamespace)
-    );
-    assert_eq!(
-        judge_holder(true, holder, host, None),
-        Err(Refusal::OwnUnreadable)
-    );
-    assert_eq!(
-        judge_holder(true, holder, None, None),
-        Err(Refusal::OwnUnreadable)
-    );
+    let ns = |dev, ino| Some(Namespace { dev, ino });
+    let (host, holder, other) = (ns(4, 1), ns(4, 2), ns(4, 3));
     // Same inode number on another device: another namespace.
-    let elsewhere = Some(Namespace { dev: 5, ino: 1 });
-    assert_eq!(judge_holder(true, elsewhere, host, host), Ok(()));
+    let elsewhere = ns(5, 1);
+    use Refusal::*;
+    // (running, holder's, pid 1's, the test's own): the verdict.
+    let table = [
+        ((true, holder, host, host), Ok(())),
+        ((true, holder, host, other), Ok(())),
+        ((true, elsewhere, host, host), Ok(())),
+        ((true, holder, None, host), Ok(())),
+        ((false, holder, host, host), Err(Exited)),
+        ((true, None, host, host), Err(Unreadable)),
+        ((true, host, host, host), Err(HostsNamespace)),
+        ((true, holder, host, holder), Err(OwnNamespace)),
+        ((true, holder, None, holder), Err(OwnNamespace)),
+        ((true, holder, host, None), Err(OwnUnreadable)),
+        ((true, holder, None, None), Err(OwnUnreadable)),
+    ];
+    for ((running, holder, host, own), verdict) in table {
+        assert_eq!(
+            judge_holder(running, holder, host, own),
+            verdict,
+            "{running} {holder:?} {host:?} {own:?}"
+        );
+    }
 }
 
 /// A holder that died is never acted through: a command asked for fails
@@ -365,18 +366,10 @@ fn a_host_without_var_spool_cron_gets_no_crontab_from_a_test() {
     if PrivateHost::new(TEST).is_none() {
         return;
     }
-    let output = common::mounts::private_mount_namespace(
-        "mount -t tmpfs rch-sweep-test /var/spool && exec \"$1\" --exact --ignored \"$2\"",
-    )
-    .arg(std::env::current_exe().expect("this test binary"))
-    .arg("a_crontab_written_where_the_host_has_no_var_spool_cron")
-    .output()
-    .expect("unshare");
-    assert!(
-        output.status.success() && stdout(&output).contains("1 passed"),
-        "{}{}",
-        stdout(&output),
-        stderr(&output)
+    passes_in_a_namespace(
+        "mount -t tmpfs rch-sweep-test /var/spool",
+        Path::new("/var/spool"),
+        "a_crontab_written_where_the_host_has_no_var_spool_cron",
     );
 }
 
