@@ -433,8 +433,9 @@ pub struct RunArgs {
     #[arg(short, long, conflicts_with = "quiet")]
     pub verbose: bool,
 
-    /// Print only errors, and the warning for a named lease directory that does
-    /// not exist
+    /// Print only errors, the warning for a named lease directory that does not
+    /// exist, and once a day a line for each lease held six hours or more
+    /// without a recovery
     #[arg(short, long)]
     pub quiet: bool,
 }

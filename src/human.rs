@@ -1,4 +1,11 @@
-//! Numbers as an operator reads them: spans of time, byte counts, limits.
+//! Numbers as an operator reads them: spans of time, byte counts, limits;
+//! and a long text made one line.
+
+/// `text` on one line, its runs of white space (newlines included) one
+/// space each: a child's multi-line error as a table cell or a log line.
+pub fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
 
 /// A coarse human span: "3d 4h", "2h 5m", "12m 3s", "45s".
 pub fn span(ms: u64) -> String {

@@ -31,6 +31,7 @@ pub mod evidence_text;
 pub mod exit;
 pub mod fsio;
 pub mod health;
+pub mod held;
 pub mod host;
 pub mod human;
 pub mod judge;

@@ -140,8 +140,9 @@ fn when(summary: &Summary, now: SystemTime, last_success_unix_ms: Option<u64>) -
 }
 
 /// What the run found: journals, skipped ones by reason, candidates, those
-/// backing off, and the candidates by outcome.
-fn found(summary: &Summary) -> [Gauge; 6] {
+/// backing off, the candidates by outcome, and the leases held (when the
+/// run knows them).
+fn found(summary: &Summary) -> Vec<Gauge> {
     let counts = summary.counts();
     let skipped = SkipReason::ALL
         .iter()
@@ -160,17 +161,12 @@ fn found(summary: &Summary) -> [Gauge; 6] {
         counts.stuck,
         counts.deferred,
     ];
-    let held = HELD_STATES
-        .iter()
-        .zip([summary.held.stuck, summary.held.waiting])
-        .map(|(state, count)| (format!("state=\"{state}\""), count as f64))
-        .collect();
     let recoveries = OUTCOMES
         .iter()
         .zip(by_outcome)
         .map(|(outcome, count)| (format!("outcome=\"{outcome}\""), count as f64))
         .collect();
-    [
+    let mut gauges = vec![
         Gauge::plain(
             "rch_sweep_journals_scanned",
             "Lease journals (*.json entries) seen by the last run.",
@@ -188,7 +184,7 @@ fn found(summary: &Summary) -> [Gauge; 6] {
         ),
         Gauge::plain(
             "rch_sweep_backing_off",
-            "Candidates not attempted because an earlier failure's backoff has not expired (not those waiting on rch: rch_sweep_leases).",
+            "Candidates backing off after their own failures: those the last run charged, and those it did not attempt because an earlier failure's backoff has not expired (not those waiting on rch: rch_sweep_leases).",
             failed_backing_off(summary) as f64,
         ),
         Gauge {
@@ -196,22 +192,45 @@ fn found(summary: &Summary) -> [Gauge; 6] {
             help: "Candidates of the last run by outcome.",
             samples: recoveries,
         },
-        Gauge {
+    ];
+    // A run that learned nothing of its leases (a 74 or 78 before the
+    // state could be read) writes no count of them: a 0 would end the
+    // `for:` of the alerts on them.
+    if let Some(held) = &summary.held {
+        let states = HELD_STATES
+            .iter()
+            .zip([held.stuck, held.waiting])
+            .map(|(state, count)| (format!("state=\"{state}\""), count as f64))
+            .collect();
+        gauges.push(Gauge {
             name: "rch_sweep_leases",
             help: "Leases waiting on rch, not on their own failures: stuck (this rch never completes them; upgrade rch to 2.1.34), waiting (rch finishes them once 24h old).",
-            samples: held,
-        },
-    ]
+            samples: states,
+        });
+        gauges.push(Gauge::plain(
+            "rch_sweep_lease_held_seconds",
+            "The longest a lease has been held (deferred for any reason, stuck, or waiting for rch's 24h) without a start that reached rch's verdict; 0 when none is.",
+            held.longest_ms as f64 / 1000.0,
+        ));
+    }
+    gauges
 }
 
-/// The candidates backing off for their own failures: a lease that waits
-/// on rch (stuck, or its 24 hours) is counted by `rch_sweep_leases`
-/// instead, so that RchSweepLeasesKeepFailing does not call it failing.
+/// The candidates backing off for their own failures: those this run
+/// charged, and those not attempted for an earlier failure's backoff. A
+/// lease that waits on rch (stuck, or its 24 hours) is counted by
+/// `rch_sweep_leases` instead, so that RchSweepLeasesKeepFailing does not
+/// call it failing; and one charged by this run is counted, so that the
+/// series does not drop to 0 in each run that retries and fails again
+/// (which would restart that alert's `for:`).
 fn failed_backing_off(summary: &Summary) -> usize {
     summary
         .leases
         .iter()
-        .filter(|line| line.outcome == LeaseOutcome::BackingOff && line.hold().is_none())
+        .filter(|line| {
+            line.outcome == LeaseOutcome::Failed
+                || (line.outcome == LeaseOutcome::BackingOff && line.hold().is_none())
+        })
         .count()
 }
 
@@ -308,28 +327,32 @@ mod tests {
         assert_eq!(last_success_in("garbage", Path::new("/a/job-leases")), None);
     }
 
-    #[test]
-    fn leases_waiting_on_rch_are_counted_apart_from_those_backing_off() {
-        use crate::exit::ExitCode;
-        use crate::report::{Held, LeaseLine, LineDetail};
-        use crate::state::backoff::Hold;
-        use crate::verdict::Candidate;
-        let line = |outcome, hold| {
-            LeaseLine::new(
-                Candidate {
-                    wrapper_id: "rchw-a".into(),
-                    worker_id: "w".into(),
-                    build_id: 1,
-                    heartbeat_unix_ms: 0,
-                },
-                outcome,
-                LineDetail {
-                    hold,
-                    ..LineDetail::default()
-                },
-            )
-        };
-        let summary = Summary {
+    use crate::exit::ExitCode;
+    use crate::report::{Held, LeaseLine, LineDetail};
+    use crate::state::backoff::Hold;
+    use crate::verdict::Candidate;
+
+    /// A candidate's line with `outcome`, its entry waiting on rch for
+    /// `hold`.
+    fn line(outcome: LeaseOutcome, hold: Option<Hold>) -> LeaseLine {
+        LeaseLine::new(
+            Candidate {
+                wrapper_id: "rchw-a".into(),
+                worker_id: "w".into(),
+                build_id: 1,
+                heartbeat_unix_ms: 0,
+            },
+            outcome,
+            LineDetail {
+                hold,
+                ..LineDetail::default()
+            },
+        )
+    }
+
+    /// A real run over `/l/job-leases` with these lines and held leases.
+    fn summary(leases: Vec<LeaseLine>, held: Option<Held>) -> Summary {
+        Summary {
             dry_run: false,
             lease_dir: "/l/job-leases".into(),
             lease_dir_present: true,
@@ -337,35 +360,72 @@ mod tests {
             now_unix_ms: 0,
             duration: std::time::Duration::ZERO,
             scan_duration: std::time::Duration::ZERO,
-            scanned: 4,
+            scanned: leases.len(),
             skipped: [0; SkipReason::ALL.len()],
-            leases: vec![
-                line(LeaseOutcome::Stuck, Some(Hold::Stuck)),
-                line(LeaseOutcome::BackingOff, Some(Hold::Stuck)),
-                line(LeaseOutcome::BackingOff, Some(Hold::DaemonRecordWait)),
-                line(LeaseOutcome::BackingOff, None),
-            ],
+            leases,
             skipped_list: Vec::new(),
             exit_code: ExitCode::Success,
             errors: Vec::new(),
             daemon: None,
             rch: None,
-            held: Held {
-                stuck: 2,
-                waiting: 1,
-            },
+            held,
+        }
+    }
+
+    const LABEL: &str = "lease_dir=\"/l/job-leases\"";
+
+    #[test]
+    fn leases_waiting_on_rch_are_counted_apart_from_those_backing_off() {
+        let held = Held {
+            stuck: 2,
+            waiting: 1,
+            longest_ms: 0,
         };
-        let text = render(&summary, UNIX_EPOCH, None);
-        let label = "lease_dir=\"/l/job-leases\"";
+        let leases = vec![
+            line(LeaseOutcome::Stuck, Some(Hold::Stuck)),
+            line(LeaseOutcome::BackingOff, Some(Hold::Stuck)),
+            line(LeaseOutcome::BackingOff, Some(Hold::DaemonRecordWait)),
+            line(LeaseOutcome::BackingOff, None),
+        ];
+        let text = render(&summary(leases, Some(held)), UNIX_EPOCH, None);
         for (name, extra, value) in [
             ("rch_sweep_leases", ",state=\"stuck\"", 2),
             ("rch_sweep_leases", ",state=\"waiting\"", 1),
             ("rch_sweep_recoveries", ",outcome=\"stuck\"", 1),
             ("rch_sweep_backing_off", "", 1),
         ] {
-            let sample = format!("{name}{{{label}{extra}}} {value}\n");
+            let sample = format!("{name}{{{LABEL}{extra}}} {value}\n");
             assert!(text.contains(&sample), "{sample} in {text}");
         }
+    }
+
+    #[test]
+    fn the_charged_leases_back_off_and_a_run_that_knows_no_leases_counts_none() {
+        let leases = vec![
+            line(LeaseOutcome::Failed, None),
+            line(LeaseOutcome::Failed, None),
+            line(LeaseOutcome::BackingOff, None),
+        ];
+        let held = Held {
+            longest_ms: 25_200_500,
+            ..Held::default()
+        };
+        let mut summary = summary(leases, Some(held));
+        let text = render(&summary, UNIX_EPOCH, None);
+        for (name, extra, value) in [
+            ("rch_sweep_backing_off", "", "3"),
+            ("rch_sweep_lease_held_seconds", "", "25200.5"),
+            ("rch_sweep_leases", ",state=\"stuck\"", "0"),
+        ] {
+            let sample = format!("{name}{{{LABEL}{extra}}} {value}\n");
+            assert!(text.contains(&sample), "{sample} in {text}");
+        }
+        summary.held = None;
+        let text = render(&summary, UNIX_EPOCH, None);
+        for name in ["rch_sweep_leases", "rch_sweep_lease_held_seconds"] {
+            assert!(!text.contains(&format!("{name}{{")), "{name} in {text}");
+        }
+        assert!(text.contains("rch_sweep_exit_code"), "{text}");
     }
 
     #[test]

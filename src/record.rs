@@ -18,6 +18,8 @@ pub struct Policy {
     pub now_unix_ms: u64,
     pub base_ms: u64,
     pub max_ms: u64,
+    /// `--max-recoveries`: the run's start budget.
+    pub max_recoveries: usize,
 }
 
 /// Records each candidate's attempt in `backoff` and turns it into a
@@ -31,15 +33,26 @@ pub fn attempts(
     summary: &mut Summary,
 ) {
     let signal = signals::received();
+    let unstarted = unstarted_reason(signal, &attempts, summary, policy);
+    let now = policy.now_unix_ms;
     let mut leases = Vec::with_capacity(candidates.len());
     for (candidate, attempt) in candidates.into_iter().zip(attempts) {
         let Some(attempt) = attempt else {
-            let outcome = if backoff.is_due(&candidate.wrapper_id, policy.now_unix_ms) {
-                LeaseOutcome::Deferred
+            // Due but not started: held, and the held reason says why (the
+            // line carries no error: none of its own, SPEC "One recovery").
+            if backoff.is_due(&candidate.wrapper_id, now) {
+                backoff.mark_held(&candidate, &unstarted, now);
+                leases.push(line(candidate, LeaseOutcome::Deferred, None, None, backoff));
             } else {
-                LeaseOutcome::BackingOff
-            };
-            leases.push(line(candidate, outcome, None, None, backoff));
+                backoff.keep_held(&candidate, now);
+                leases.push(line(
+                    candidate,
+                    LeaseOutcome::BackingOff,
+                    None,
+                    None,
+                    backoff,
+                ));
+            }
             continue;
         };
         let ended = attempt.ended_unix_ms;
@@ -114,6 +127,11 @@ pub fn attempts(
                 (LeaseOutcome::Deferred, Some(error))
             }
         };
+        // Deferred, stuck or waiting: held from this run on, unless an
+        // earlier one began it, for the reason the line gives.
+        if matches!(outcome, LeaseOutcome::Deferred | LeaseOutcome::Stuck) {
+            backoff.mark_held(&candidate, error.as_deref().unwrap_or_default(), now);
+        }
         let duration = (outcome != LeaseOutcome::Deferred).then_some(attempt.duration);
         leases.push(line(candidate, outcome, duration, error, backoff));
     }
@@ -122,10 +140,43 @@ pub fn attempts(
         summary.exit_code = ExitCode::Signal(signal);
     }
     summary.leases = leases;
-    summary.held = Held {
-        stuck: backoff.held(Hold::Stuck),
-        waiting: backoff.held(Hold::DaemonRecordWait),
-    };
+    summary.held = Some(Held::of(backoff, now));
+}
+
+/// Why a due lease that no attempt was made for was not started, in the
+/// order that decides it: a stop signal; a fault after which the run
+/// started no further recovery (the first such attempt's error); an error
+/// that kept the whole run from starting any (a scan a host shortage cut
+/// short); else the start budget went to the leases before it.
+fn unstarted_reason(
+    signal: Option<i32>,
+    attempts: &[Option<Attempt>],
+    summary: &Summary,
+    policy: &Policy,
+) -> String {
+    if let Some(signal) = signal {
+        return format!(
+            "not started: the run was stopped by {}",
+            signals::name(signal)
+        );
+    }
+    let stopped = attempts
+        .iter()
+        .flatten()
+        .find_map(|attempt| match &attempt.outcome {
+            recover::AttemptOutcome::NotCharged(fault, error) if fault.stops_starts() => {
+                Some(error.as_str())
+            }
+            _ => None,
+        });
+    if let Some(error) = stopped.or(summary.errors.first().map(String::as_str)) {
+        return format!("not started: the run started no further recovery after: {error}");
+    }
+    let budget = policy.max_recoveries;
+    format!(
+        "not started: this run's {budget} start{} (--max-recoveries) went to the leases before it",
+        if budget == 1 { "" } else { "s" }
+    )
 }
 
 /// A 24-hour wait's error with the time it ends, as the entry now holds
@@ -219,6 +270,7 @@ pub fn line(
         next_attempt_unix_ms: entry.map(|entry| entry.next_attempt_unix_ms),
         hold: entry.and_then(|entry| entry.hold),
         note,
+        held: backoff.held.get(&candidate.wrapper_id).cloned(),
     };
     LeaseLine::new(candidate, outcome, detail)
 }

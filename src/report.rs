@@ -3,8 +3,8 @@
 //! itself.
 
 use crate::exit::ExitCode;
-use crate::human::{span, utc};
-use crate::state::backoff::Hold;
+use crate::human::{one_line, span, utc};
+use crate::state::backoff::{Backoff, HeldLease, Hold};
 use crate::verdict::{Candidate, SkipReason, Skipped};
 use crate::{daemon, release};
 use serde::Serialize;
@@ -70,6 +70,9 @@ pub struct LineDetail {
     /// What an attempt that succeeded wants said (finished by someone
     /// else).
     pub note: Option<String>,
+    /// Since when, and why, the lease has been held without a start that
+    /// reached rch's verdict, as the state holds it after the run.
+    pub held: Option<HeldLease>,
 }
 
 impl LeaseLine {
@@ -110,16 +113,35 @@ impl LeaseLine {
             .as_ref()
             .and_then(|detail| detail.note.as_deref())
     }
+
+    pub fn held(&self) -> Option<&HeldLease> {
+        self.detail.as_ref().and_then(|detail| detail.held.as_ref())
+    }
 }
 
 /// How many of the state's entries wait on rch rather than on their
-/// failures, after the run: `rch_sweep_leases{state}`.
+/// failures, after the run: `rch_sweep_leases{state}`; and the longest
+/// any lease has been held without a start that reached rch's verdict:
+/// `rch_sweep_lease_held_seconds`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Held {
     /// Never completed by this rch (2.1.17–2.1.33): `stuck`.
     pub stuck: usize,
     /// Waiting for rch 2.1.34's 24 hours: `waiting`.
     pub waiting: usize,
+    /// Milliseconds.
+    pub longest_ms: u64,
+}
+
+impl Held {
+    /// What `backoff` holds at `now_ms`.
+    pub fn of(backoff: &Backoff, now_ms: u64) -> Held {
+        Held {
+            stuck: backoff.held(Hold::Stuck),
+            waiting: backoff.held(Hold::DaemonRecordWait),
+            longest_ms: backoff.longest_held_ms(now_ms),
+        }
+    }
 }
 
 pub struct Summary {
@@ -146,8 +168,12 @@ pub struct Summary {
     pub errors: Vec<String>,
     /// What the run found out about rch's daemon, when it checked it.
     pub daemon: Option<daemon::Report>,
-    /// The state's entries that wait on rch, after the run.
-    pub held: Held,
+    /// The state's leases that wait on rch or are held, after the run;
+    /// `None` for a run that learned nothing of its leases and could not
+    /// read what earlier runs learned (a 74 or 78 before the state was
+    /// read): its metrics then write no such series rather than a 0 that
+    /// would end an alert's `for:`.
+    pub held: Option<Held>,
     /// Which rch release runs, when the run asked it (`rch --version`).
     pub rch: Option<release::Asked>,
 }
@@ -367,12 +393,42 @@ impl Summary {
                 _ => "deferred: rch waits for the lease to be 24h old; retry next run".into(),
             },
         };
-        match (line.outcome, line.hold()) {
+        let described = match (line.outcome, line.hold()) {
             (LeaseOutcome::Stuck | LeaseOutcome::BackingOff, Some(hold))
             | (LeaseOutcome::Deferred, Some(hold @ Hold::DaemonRecordWait)) => held(hold),
             (LeaseOutcome::Stuck, None) => "stuck".into(),
+            // Why it waits: the error the JSON line carries, or for one a
+            // real run did not start, the reason it holds it for.
+            (LeaseOutcome::Deferred, _)
+                if line.error().is_some() || (!self.dry_run && line.held().is_some()) =>
+            {
+                let why = line.error().or(line.held().map(|held| held.error.as_str()));
+                let error = one_line(why.unwrap_or_default());
+                return match self.held_for(line) {
+                    Some(held_for) => format!("deferred, held for {held_for}: {error}"),
+                    None => format!("deferred: {error}"),
+                };
+            }
             _ => self.describe_outcome(line, retry),
+        };
+        match (self.held_for(line), line.held()) {
+            (Some(held_for), Some(_)) if line.hold().is_some() => {
+                format!("{described} (held for {held_for})")
+            }
+            (Some(held_for), Some(held)) => format!(
+                "{described} (held for {held_for}: {})",
+                one_line(&held.error)
+            ),
+            _ => described,
         }
+    }
+
+    /// How long `line`'s lease has been held, when an earlier run began to
+    /// hold it ("7h 0m").
+    fn held_for(&self, line: &LeaseLine) -> Option<String> {
+        line.held()
+            .filter(|held| held.since_unix_ms < self.now_unix_ms)
+            .map(|held| span(held.held_ms(self.now_unix_ms)))
     }
 
     fn describe_outcome(
@@ -679,7 +735,7 @@ mod tests {
             exit_code: ExitCode::Failed,
             errors: Vec::new(),
             daemon: None,
-            held: Held::default(),
+            held: Some(Held::default()),
             rch: None,
         }
     }
@@ -836,6 +892,68 @@ mod tests {
         assert_eq!(value["would_recover"], 1);
         assert_eq!(value["attempted"], 0);
         assert!(s.human(false).contains("1 would recover"));
+    }
+
+    #[test]
+    fn a_held_lease_s_line_says_why_and_since_when() {
+        let held = |since, error: &str| HeldLease {
+            since_unix_ms: since,
+            error: error.into(),
+            ..HeldLease::default()
+        };
+        let with = |outcome, error: Option<&str>, held: Option<HeldLease>| {
+            let mut line = line("rchw-a", outcome);
+            line.detail = Some(Box::new(LineDetail {
+                error: error.map(str::to_owned),
+                held,
+                ..LineDetail::default()
+            }));
+            line
+        };
+        let now = 3_601_000;
+        let text = |dry_run, line| summary(dry_run, vec![line]).human(false);
+        // Held from this run on: the reason, on one line.
+        let out = text(
+            false,
+            with(
+                LeaseOutcome::Deferred,
+                Some("busy\n  (rch: locked)"),
+                Some(held(now, "busy")),
+            ),
+        );
+        assert!(out.contains("deferred: busy (rch: locked)\n"), "{out}");
+        // Held since an hour before: since when.
+        let out = text(
+            false,
+            with(
+                LeaseOutcome::Deferred,
+                Some("busy"),
+                Some(held(1_000, "busy")),
+            ),
+        );
+        assert!(out.contains("deferred, held for 1h 0m: busy\n"), "{out}");
+        // Not started: the held reason, as the JSON line carries no error.
+        let out = text(
+            false,
+            with(
+                LeaseOutcome::Deferred,
+                None,
+                Some(held(now, "not started: budget")),
+            ),
+        );
+        assert!(out.contains("deferred: not started: budget\n"), "{out}");
+        // A dry run tells what earlier runs held it for.
+        let out = text(
+            true,
+            with(LeaseOutcome::WouldRecover, None, Some(held(1_000, "busy"))),
+        );
+        assert!(
+            out.contains("would recover (held for 1h 0m: busy)\n"),
+            "{out}"
+        );
+        // Nothing held: as before.
+        let out = text(false, with(LeaseOutcome::Deferred, None, None));
+        assert!(out.contains("deferred to the next run\n"), "{out}");
     }
 
     #[test]

@@ -249,3 +249,29 @@ fn every_alert_text_says_what_the_metrics_show() {
         }
     }
 }
+
+/// Exit 75 is every temporary host fault that charges no lease (SPEC "Exit
+/// status", and issue 47): the alerts that list what rch_sweep_exit_code
+/// shows name each cause, not only a daemon that is down.
+#[test]
+fn the_alerts_name_every_cause_of_75() {
+    let rules = std::fs::read_to_string(repo(RULES)).expect("read the rules");
+    let texts = texts(&rules);
+    for alert in ["RchSweepNoRecentSuccess", "RchSweepNeverSucceeded"] {
+        let (_, description) = texts
+            .iter()
+            .find(|(place, _)| *place == format!("{alert} description:"))
+            .unwrap_or_else(|| panic!("no description of {alert}"));
+        let seventy_five = description
+            .split(", 75 ")
+            .nth(1)
+            .and_then(|rest| rest.split(", 78 ").next())
+            .unwrap_or_else(|| panic!("{alert} lists no 75: {description}"));
+        for cause in ["daemon", "no room", "no process"] {
+            assert!(
+                seventy_five.contains(cause),
+                "{alert}'s 75 does not name {cause:?}: {seventy_five}"
+            );
+        }
+    }
+}

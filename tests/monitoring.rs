@@ -459,3 +459,166 @@ fn node_exporter_serves_a_missing_lease_directory_as_lease_dir_present_zero() {
         "a run over a missing directory succeeds: only the gauge says it"
     );
 }
+
+/// The annotation `key` of alert `alert` in the shipped rules, rendered as
+/// Prometheus renders it for these labels and value (`$labels.instance`,
+/// `$labels.lease_dir`, `$value | humanizeDuration`): what promtool must
+/// find on the alert.
+fn rendered(alert: &str, key: &str, instance: &str, lease_dir: &str, value: f64) -> String {
+    let rules = std::fs::read_to_string(repo(RULES)).expect("rules");
+    let block = rules
+        .split_once(&format!("- alert: {alert}\n"))
+        .map(|(_, rest)| rest)
+        .expect("the alert");
+    let template = block
+        .lines()
+        .find_map(|line| line.trim().strip_prefix(&format!("{key}: ")))
+        .expect("the annotation")
+        .trim_matches('"');
+    // Go's humanizeDuration: whole seconds, the largest unit first.
+    let seconds = value as u64;
+    let (d, h, m, s) = (
+        seconds / 86_400,
+        seconds / 3600 % 24,
+        seconds / 60 % 60,
+        seconds % 60,
+    );
+    let duration = match (d, h, m) {
+        (0, 0, 0) => format!("{s}s"),
+        (0, 0, _) => format!("{m}m {s}s"),
+        (0, _, _) => format!("{h}h {m}m {s}s"),
+        _ => format!("{d}d {h}h {m}m {s}s"),
+    };
+    template
+        .replace("{{ $labels.instance }}", instance)
+        .replace("{{ $labels.lease_dir }}", lease_dir)
+        .replace("{{ $value | humanizeDuration }}", &duration)
+}
+
+/// YAML's single-quoted form of `text`.
+fn quoted(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "''"))
+}
+
+/// A lease deferred for seven hours (issue 47: the state an earlier run
+/// left, its hold moved seven hours back) is in the text summary and
+/// `status`; the real node_exporter serves `rch_sweep_lease_held_seconds`
+/// for it; and with that very value, the real promtool finds the shipped
+/// `RchSweepLeaseHeld` firing.
+#[test]
+fn a_lease_held_seven_hours_is_served_and_fires_its_alert() {
+    let Some(node_exporter) = tool(
+        &["prometheus-node-exporter", "node_exporter"],
+        "prometheus-node-exporter",
+    ) else {
+        return;
+    };
+    let Some(promtool_bin) = tool(&["promtool"], "prometheus") else {
+        return;
+    };
+    let world = World::new();
+    let textfile = world.path("textfile");
+    std::fs::create_dir(&textfile).expect("mkdir textfile");
+    // Another process holds the lease's recovery lock, every run.
+    let rch = world.fake_rch(
+        "rch",
+        "echo 'Error: cannot acquire exclusive job recovery: journal is held by another handle' >&2\nexit 1",
+    );
+    let prom = textfile.join("rch-sweep-alice.prom");
+    let (lease_dir, code) = sweep(&world, "alice", 1, &rch, &prom);
+    assert_eq!(code, 0, "a busy lease is deferred, not charged");
+    let state_file = world.path("alice/rch-sweep/backoff.json");
+    let mut state: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&state_file).expect("state")).expect("json");
+    for held in state["held"].as_object_mut().expect("held").values_mut() {
+        let since = held["since_unix_ms"].as_u64().expect("since");
+        held["since_unix_ms"] = (since - 7 * HOUR_MS).into();
+    }
+    std::fs::write(&state_file, serde_json::to_vec(&state).expect("json")).expect("state");
+
+    let run = World::bare_command()
+        .arg("--lease-dir")
+        .arg(&lease_dir)
+        .arg("--rch")
+        .arg(&rch)
+        .arg("--metrics-file")
+        .arg(&prom)
+        .output()
+        .expect("run rch-sweep");
+    assert_eq!(run.status.code(), Some(0), "{}", stderr(&run));
+    let summary = stdout(&run);
+    assert!(
+        summary.contains("deferred, held for 7h 0m: another process is recovering this lease"),
+        "{summary}"
+    );
+    let status = World::bare_command()
+        .arg("status")
+        .arg("--lease-dir")
+        .arg(&lease_dir)
+        .output()
+        .expect("status");
+    assert!(
+        stdout(&status).contains("held for 7h 0m"),
+        "{}",
+        stdout(&status)
+    );
+    promtool(
+        &promtool_bin,
+        &[Path::new("check"), Path::new("metrics")],
+        Some(&prom),
+    );
+
+    let (exporter, address) = Exporter::start(
+        &node_exporter,
+        &textfile,
+        world.path("node_exporter.log"),
+        None,
+    );
+    let served = samples(&get_metrics(address).expect("scrape /metrics"));
+    drop(exporter);
+    let series = format!(
+        "rch_sweep_lease_held_seconds{{lease_dir=\"{}\"}}",
+        lease_dir.display()
+    );
+    let held = *served.get(&series).unwrap_or_else(|| panic!("{served:?}"));
+    assert!((7.0 * 3600.0..7.5 * 3600.0).contains(&held), "{held}");
+
+    // The value served, as Prometheus would scrape it from build1, one
+    // run every five minutes: RchSweepLeaseHeld fires at once.
+    let lease_dir = lease_dir.display().to_string();
+    let instance = "build1:9100";
+    let tests = world.path("held.test.yml");
+    let annotation = |key| {
+        quoted(&rendered(
+            "RchSweepLeaseHeld",
+            key,
+            instance,
+            &lease_dir,
+            held,
+        ))
+    };
+    std::fs::write(
+        &tests,
+        format!(
+            "rule_files:\n- {rules}\nevaluation_interval: 1m\ntests:\n\
+             - interval: 5m\n  input_series:\n\
+             \x20 - series: rch_sweep_lease_held_seconds{{instance=\"{instance}\",job=\"node\",lease_dir=\"{lease_dir}\"}}\n\
+             \x20   values: {held}+300x6\n\
+             \x20 alert_rule_test:\n\
+             \x20 - eval_time: 0m\n    alertname: RchSweepLeaseHeld\n    exp_alerts:\n\
+             \x20   - exp_labels:\n        instance: {instance}\n        job: node\n        lease_dir: {quoted_dir}\n        severity: warning\n\
+             \x20     exp_annotations:\n        summary: {summary}\n        description: {description}\n",
+            rules = repo(RULES).display(),
+            quoted_dir = quoted(&lease_dir),
+            summary = annotation("summary"),
+            description = annotation("description"),
+        ),
+    )
+    .expect("write rule tests");
+    let result = promtool(
+        &promtool_bin,
+        &[Path::new("test"), Path::new("rules"), &tests],
+        None,
+    );
+    assert!(result.contains("SUCCESS"), "{result}");
+}

@@ -21,6 +21,7 @@ use crate::child::{self, Capture, ChildSpec, Ending};
 use crate::cli::{DoctorArgs, RunArgs};
 use crate::config;
 use crate::exit::ExitCode;
+use crate::held::Told;
 use crate::lease_dir::{LeaseDirFound, recovery_lock};
 use crate::owner::ProcFs;
 use crate::plan::{self, Slot};
@@ -144,7 +145,7 @@ fn rch(args: &RunArgs) -> Finding {
     let mut warnings = Vec::new();
     let mut fixes = Vec::new();
     let version = match version(&found) {
-        VersionAnswer::Said(line) => line,
+        VersionAnswer::Told(line) => line,
         VersionAnswer::Broken(why) => {
             return Finding::fail(
                 DoctorCheck::Rch,
@@ -377,7 +378,7 @@ fn same_file(a: &Path, b: &Path) -> bool {
 /// What `rch --version` told.
 enum VersionAnswer {
     /// Exited 0: its first line.
-    Said(String),
+    Told(String),
     /// Could not be started, or exited 126 or 127: a run's every recovery
     /// would be the same configuration error (78).
     Broken(String),
@@ -422,7 +423,7 @@ fn version(rch: &Path) -> VersionAnswer {
     }
     let text = String::from_utf8_lossy(&report.tail);
     let line = text.lines().map(str::trim).find(|line| !line.is_empty());
-    VersionAnswer::Said(
+    VersionAnswer::Told(
         line.map(|line| log::printable(line).chars().take(200).collect())
             .unwrap_or_else(|| "printed nothing".to_owned()),
     )
@@ -517,8 +518,18 @@ fn journals(target: &Target, args: &RunArgs) -> Finding {
         now,
         usize::from(args.max_recoveries),
     );
-    let counts = journal_counts(&scan, &slots);
+    let mut counts = journal_counts(&scan, &slots);
     let (mut warnings, mut fixes) = journal_concerns(&scan);
+    match crate::held::for_doctor(&backoff, now) {
+        Some(Told::Note(note)) => {
+            let _ = write!(counts, "; {note}");
+        }
+        Some(Told::Warning(warning, fix)) => {
+            warnings.push(warning);
+            fixes.push(fix);
+        }
+        None => {}
+    }
     if let Ok(dir) = &opened {
         let locks = open_locks(dir, &target.lease_dir.resolved, &scan);
         if !locks.is_empty() {

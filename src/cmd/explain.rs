@@ -19,7 +19,7 @@ use crate::log;
 use crate::owner::ProcFs;
 use crate::preflight::Intent;
 use crate::scan::{self, ScanOptions};
-use crate::state::backoff::{self, Backoff, Entry, Hold, now_unix_ms};
+use crate::state::backoff::{self, Backoff, Entry, HeldLease, Hold, now_unix_ms};
 use crate::state::{self, Loaded};
 use anyhow::Result;
 use serde::Serialize;
@@ -38,6 +38,9 @@ struct Explained {
     /// The judgement, or why the argument names no journal.
     judged: Result<Judgement, String>,
     backoff: Option<Entry>,
+    /// Since when and why runs have held it without a start that reached
+    /// rch's verdict, when they have.
+    held: Option<HeldLease>,
     /// Set when its `.recovery.lock` is open to group or others, which rch
     /// refuses: the error a run would give, with the fix.
     open_lock: Option<String>,
@@ -242,6 +245,10 @@ fn explain(
             Err(error) => Err(format!("cannot look at {}: {error}", path.display())),
         }
     });
+    let held = wrapper_id
+        .as_ref()
+        .and_then(|id| backoff.held.get(id))
+        .cloned();
     let backoff = wrapper_id
         .as_ref()
         .and_then(|id| backoff.leases.get(id))
@@ -255,6 +262,7 @@ fn explain(
         wrapper_id,
         judged,
         backoff,
+        held,
         open_lock,
     }
 }
@@ -291,6 +299,10 @@ struct JsonJournal<'a> {
     /// Added: the lease's recovery lock is one rch refuses, and the fix.
     #[serde(skip_serializing_if = "Option::is_none")]
     recovery_lock: Option<&'a str>,
+    /// Added: held without a start that reached rch's verdict, as the
+    /// state holds it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    held: Option<&'a HeldLease>,
 }
 
 #[derive(Serialize)]
@@ -333,6 +345,7 @@ fn json(explained: &[Explained], now: u64) -> String {
                 backoff: one.backoff.as_ref(),
                 next: one.next(now).map(Next::as_str),
                 recovery_lock: one.open_lock.as_deref(),
+                held: one.held.as_ref(),
             }
         })
         .collect();
@@ -402,6 +415,9 @@ fn human(explained: &[Explained], now: u64) -> String {
                     let _ = writeln!(out, "           last error: {error}");
                 }
             }
+        }
+        if let Some(held) = &one.held {
+            let _ = writeln!(out, "  waiting  {}", crate::held::told(held, now));
         }
         let next = match one.next(now) {
             None => "nothing: there is no such journal".to_owned(),

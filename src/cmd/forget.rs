@@ -52,9 +52,16 @@ pub fn run(args: ForgetArgs) -> Result<ExitCode> {
         return Ok(ExitCode::Success);
     };
     let removed = if args.all {
-        let count = backoff.leases.len();
+        // Every entry, and every lease held without one.
+        let count = backoff.leases.len()
+            + backoff
+                .held
+                .keys()
+                .filter(|id| !backoff.leases.contains_key(*id))
+                .count();
         backoff = Backoff {
             leases: Default::default(),
+            held: Default::default(),
             ..backoff
         };
         count

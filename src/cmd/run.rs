@@ -23,11 +23,11 @@ use crate::recover::Fault;
 use crate::report::{LeaseLine, LeaseOutcome, Summary};
 use crate::scan::{self, Scan, ScanOptions};
 use crate::state::Store;
-use crate::state::backoff::now_unix_ms;
+use crate::state::backoff::{Backoff, now_unix_ms};
 use crate::verdict::Candidate;
 use crate::{daemon, dispatch, fsio, log, persist, recover, release, signals, state};
 use anyhow::{Context, Result};
-use std::cell::Cell;
+use std::cell::RefCell;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -39,10 +39,11 @@ struct Run {
     started: Instant,
     now_unix_ms: u64,
     /// Set when a real run that opened the state folder ([`Store`]) stops
-    /// on an error: the last success read through that folder, for the
-    /// metrics of that error ([`metrics_on_error`]), so that no step reads
-    /// the state by its path after the folder was opened.
-    stored_success: Cell<Option<Option<u64>>>,
+    /// on an error: the state read through that folder (its last success
+    /// and held leases), for the metrics of that error
+    /// ([`metrics_on_error`]), so that no step reads the state by its path
+    /// after the folder was opened.
+    stored_state: RefCell<Option<Option<Backoff>>>,
 }
 
 impl Run {
@@ -66,7 +67,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         intent,
         started: Instant::now(),
         now_unix_ms: now_unix_ms(),
-        stored_success: Cell::new(None),
+        stored_state: RefCell::new(None),
     };
     let result = if let Err(error) = refuse_tilde(&run.args) {
         Err(error)
@@ -113,18 +114,26 @@ fn metrics_on_error(run: &Run, error: &anyhow::Error) {
     let mut summary = summary(run, Scan::default(), Duration::ZERO, Vec::new());
     summary.exit_code = code;
     let in_state = run
-        .stored_success
-        .get()
-        .unwrap_or_else(|| last_success_by_path(run));
+        .stored_state
+        .take()
+        .unwrap_or_else(|| state_by_path(run));
+    // The run learned nothing of its leases: what earlier runs learned,
+    // when the state tells it, else no count at all (SPEC "No lease waits
+    // in silence": not a 0 that would end an alert's `for:`).
+    summary.held = in_state
+        .as_ref()
+        .map(|backoff| crate::report::Held::of(backoff, run.now_unix_ms));
+    let in_state = in_state.and_then(|backoff| backoff.last_success_unix_ms);
     let previous = persist::last_success_before(path, &summary.lease_dir, in_state);
     persist::write_metrics(path, &mut summary, previous, None);
 }
 
-/// The last success in the state file, read by its path: only for a run
-/// that stopped before it opened the state folder.
-fn last_success_by_path(run: &Run) -> Option<u64> {
+/// The state file, read by its path: only for a run that stopped before
+/// it opened the state folder.
+fn state_by_path(run: &Run) -> Option<Backoff> {
     match state::read(&run.target.state_file, state::Access::Read) {
-        Ok((state::StateFound::Valid(backoff), _)) => backoff.last_success_unix_ms,
+        Ok((state::StateFound::Valid(backoff), _)) => Some(backoff),
+        Ok((state::StateFound::Missing, _)) => Some(Backoff::empty()),
         _ => None,
     }
 }
@@ -171,7 +180,7 @@ fn missing_lease_dir(run: &Run) -> Result<ExitCode> {
         log::info(finding.finding);
     }
     if let Some(path) = &run.args.metrics_file {
-        let finding = preflight::metrics(path);
+        let finding = metrics_finding(run, path);
         if run.dry() {
             finding.warn_only();
         } else {
@@ -211,7 +220,7 @@ fn scan_leases(run: &Run, dir: &LeaseDir) -> Result<(Scan, Duration)> {
 
 fn dry_run(run: &Run) -> Result<ExitCode> {
     if let Some(path) = &run.args.metrics_file {
-        preflight::metrics(path).warn_only();
+        metrics_finding(run, path).warn_only();
     }
     let dir = open_lease_dir(run)?;
     let mut backoff = run.target.readable_backoff(state::load_for_plan)?;
@@ -302,7 +311,7 @@ fn sweep(run: &Run) -> Result<ExitCode> {
     let store = open_state_folder(run)?;
     let result = sweep_in(run, &dir, &store);
     if result.is_err() && run.args.metrics_file.is_some() {
-        run.stored_success.set(Some(store.last_success()));
+        run.stored_state.replace(Some(store.as_it_stands()));
     }
     result
 }
@@ -339,6 +348,10 @@ fn sweep_in(run: &Run, dir: &LeaseDir, store: &Store) -> Result<ExitCode> {
         summary.fail(ExitCode::TempFail, error);
     }
     record::attempts(candidates, attempts, &policy, &mut backoff, &mut summary);
+    if run.args.quiet {
+        let shown = run.target.lease_dir.resolved.display().to_string();
+        crate::held::say_daily(&mut backoff, run.now_unix_ms, &shown);
+    }
     let metrics_file = run.args.metrics_file.as_deref();
     persist::save(store, metrics_file, &mut backoff, &mut summary, run.started);
     print(run, &summary);
@@ -349,9 +362,17 @@ fn sweep_in(run: &Run, dir: &LeaseDir, store: &Store) -> Result<ExitCode> {
 /// it: a failure ends the run (74), a warning is printed.
 fn check_metrics_path(run: &Run) -> Result<()> {
     match &run.args.metrics_file {
-        Some(path) => preflight::metrics(path).enforce(),
+        Some(path) => metrics_finding(run, path).enforce(),
         None => Ok(()),
     }
+}
+
+/// The metrics path checked as `doctor` checks it, another `.prom` file
+/// with series for this lease directory in its folder included: such a
+/// twin is a warning (not under `--quiet`), as node_exporter serves one
+/// file's series or the other's, stale or not.
+fn metrics_finding(run: &Run, path: &std::path::Path) -> preflight::Finding {
+    preflight::metrics_and_others(path, &run.target.lease_dir.resolved)
 }
 
 /// `rch`, found as `execvp` finds it; 78 when it is nowhere this user may
@@ -581,7 +602,7 @@ fn summary(run: &Run, scan: Scan, scan_duration: Duration, leases: Vec<LeaseLine
         exit_code: ExitCode::Success,
         errors: Vec::new(),
         daemon: None,
-        held: crate::report::Held::default(),
+        held: Some(crate::report::Held::default()),
         rch: None,
     }
 }
@@ -604,5 +625,6 @@ fn policy(run: &Run) -> Policy {
         now_unix_ms: run.now_unix_ms,
         base_ms: run.args.backoff_base.saturating_mul(1000),
         max_ms: run.args.backoff_max.saturating_mul(1000),
+        max_recoveries: usize::from(run.args.max_recoveries),
     }
 }

@@ -61,27 +61,61 @@ fn json(backoff: &Backoff, now: u64, state_file: &Path) -> String {
             (id.clone(), value)
         })
         .collect();
+    // The leases held without a verdict, as stored, each with how long
+    // it has been held; the key only when one is (SPEC: add, don't rename).
+    let held: serde_json::Map<String, serde_json::Value> = backoff
+        .held
+        .iter()
+        .map(|(id, held)| {
+            let mut value = serde_json::to_value(held).unwrap_or_default();
+            if let Some(object) = value.as_object_mut() {
+                object.insert("held_seconds".into(), (held.held_ms(now) / 1000).into());
+            }
+            (id.clone(), value)
+        })
+        .collect();
     // A struct, not `json!`, so the keys come in SPEC's order.
     #[derive(serde::Serialize)]
     struct StatusDocument<'a> {
         version: u32,
         state_file: std::borrow::Cow<'a, str>,
         leases: serde_json::Map<String, serde_json::Value>,
+        #[serde(skip_serializing_if = "serde_json::Map::is_empty")]
+        held: serde_json::Map<String, serde_json::Value>,
     }
     let document = StatusDocument {
         version: 1,
         state_file: state_file.to_string_lossy(),
         leases,
+        held,
     };
     format!("{}\n", serde_json::to_string(&document).unwrap_or_default())
 }
 
 fn human(backoff: &Backoff, now: u64, path: &str) -> String {
-    if backoff.leases.is_empty() {
+    if backoff.leases.is_empty() && backoff.held.is_empty() {
         return format!("no leases are backing off ({path})\n");
     }
     let mut out = String::new();
-    for (id, entry) in &backoff.leases {
+    // A lease held with no entry of its own (never charged) is listed as
+    // one with no failures, due now, beside the others in id order.
+    let mut ids: Vec<&String> = backoff.leases.keys().chain(backoff.held.keys()).collect();
+    ids.sort();
+    ids.dedup();
+    for id in ids {
+        let fresh;
+        let entry = match (backoff.leases.get(id), backoff.held.get(id)) {
+            (Some(entry), _) => entry,
+            (None, Some(held)) => {
+                fresh = backoff::Entry {
+                    worker_id: held.worker_id.clone(),
+                    build_id: held.build_id,
+                    ..backoff::Entry::default()
+                };
+                &fresh
+            }
+            (None, None) => continue,
+        };
         // As the next run will save it (SPEC "Backoff"); --json keeps the
         // entry as stored.
         let next = backoff::capped(
@@ -111,6 +145,9 @@ fn human(backoff: &Backoff, now: u64, path: &str) -> String {
         ));
         if let Some(error) = &entry.last_error {
             out.push_str(&indented("    last error: ", error));
+        }
+        if let Some(held) = backoff.held.get(id) {
+            out.push_str(&indented("    waiting: ", &crate::held::told(held, now)));
         }
     }
     out

@@ -31,7 +31,52 @@ pub struct Backoff {
     pub last_success_unix_ms: Option<u64>,
     #[serde(default)]
     pub leases: BTreeMap<String, Entry>,
+    /// The leases held without a start that reached rch's verdict
+    /// (deferred for any reason, stuck, waiting for rch's 24 hours), by
+    /// wrapper id: since when, and why. Kept apart from `leases` because a
+    /// hold is no failure: a lease's backoff entry stays exactly as it was
+    /// (SPEC "rch's daemon", "One recovery"), while the time it has waited
+    /// must outlive the process for `rch_sweep_lease_held_seconds` and the
+    /// once-a-day `--quiet` line. Written only when a lease is held, so the
+    /// file of a run that holds none is as before; an older rch-sweep
+    /// ignores the key (readers ignore keys they do not know) and drops it
+    /// on its next save, which only restarts the clock.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub held: BTreeMap<String, HeldLease>,
 }
+
+/// One lease held without a start that reached rch's verdict.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HeldLease {
+    /// The run that first held it since its last verdict (or since it was
+    /// first seen).
+    pub since_unix_ms: u64,
+    /// Why the last run held it: the report line's `error`.
+    #[serde(default)]
+    pub error: String,
+    #[serde(default)]
+    pub worker_id: String,
+    #[serde(default)]
+    pub build_id: u64,
+    /// When a `--quiet` run last said that it is held (once a day).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub said_unix_ms: Option<u64>,
+}
+
+impl HeldLease {
+    /// How long it has been held at `now_ms`.
+    pub fn held_ms(&self, now_ms: u64) -> u64 {
+        now_ms.saturating_sub(self.since_unix_ms)
+    }
+}
+
+/// How long a lease may be held before it is told of (the alert
+/// `RchSweepLeaseHeld`, the `--quiet` line): six hours, the default
+/// `--backoff-max`, past which no backoff explains a wait.
+pub const LONG_HELD_MS: u64 = 6 * 3_600_000;
+
+/// How often a `--quiet` run says that one lease is still held.
+pub const SAY_HELD_EVERY_MS: u64 = 24 * 3_600_000;
 
 /// One wrapper that failed (or was interrupted).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -135,11 +180,12 @@ impl Backoff {
         let live: HashSet<&str> = candidates
             .iter()
             .map(|c| c.wrapper_id.as_str())
-            .filter(|id| self.leases.contains_key(*id))
+            .filter(|id| self.leases.contains_key(*id) || self.held.contains_key(*id))
             .collect();
-        let before = self.leases.len();
+        let before = self.leases.len() + self.held.len();
         self.leases.retain(|id, _| live.contains(id.as_str()));
-        let mut changed = before != self.leases.len();
+        self.held.retain(|id, _| live.contains(id.as_str()));
+        let mut changed = before != self.leases.len() + self.held.len();
         for entry in self.leases.values_mut() {
             let next = capped(entry.next_attempt_unix_ms, now_ms, cap_ms(entry, max_ms));
             if next != entry.next_attempt_unix_ms {
@@ -159,6 +205,8 @@ impl Backoff {
         base_ms: u64,
         max_ms: u64,
     ) -> &Entry {
+        // rch's verdict: the lease is no longer held.
+        self.held.remove(&candidate.wrapper_id);
         let entry = self.entry_for(candidate);
         entry.failures = entry.failures.saturating_add(1);
         entry.next_attempt_unix_ms =
@@ -222,9 +270,68 @@ impl Backoff {
         entry.last_error = Some(trimmed_error(error));
     }
 
-    /// A recovery that succeeded, or a journal that vanished.
+    /// A recovery that succeeded, or a journal that vanished: its entry
+    /// and its hold go. (Also `forget`'s.)
     pub fn forget(&mut self, wrapper_id: &str) -> bool {
-        self.leases.remove(wrapper_id).is_some()
+        let held = self.held.remove(wrapper_id).is_some();
+        self.leases.remove(wrapper_id).is_some() || held
+    }
+
+    /// `candidate` is held by this run for `error` (deferred, stuck,
+    /// waiting): held since now unless it already was, its reason the
+    /// latest. Its backoff entry, if any, is not touched.
+    pub fn mark_held(&mut self, candidate: &Candidate, error: &str, now_ms: u64) {
+        let held = self
+            .held
+            .entry(candidate.wrapper_id.clone())
+            .or_insert_with(|| HeldLease {
+                since_unix_ms: now_ms,
+                ..HeldLease::default()
+            });
+        held.error = trimmed_error(error);
+        held.worker_id.clone_from(&candidate.worker_id);
+        held.build_id = candidate.build_id;
+    }
+
+    /// A lease whose entry waits on rch (stuck, or its 24 hours) and that
+    /// this run did not try is still held: one a state file from before
+    /// holds were kept has none yet, so it is held from now, for the
+    /// entry's last error.
+    pub fn keep_held(&mut self, candidate: &Candidate, now_ms: u64) {
+        let Some(entry) = self.leases.get(&candidate.wrapper_id) else {
+            return;
+        };
+        if entry.hold.is_some() && !self.held.contains_key(&candidate.wrapper_id) {
+            let error = entry.last_error.clone().unwrap_or_default();
+            self.mark_held(candidate, &error, now_ms);
+        }
+    }
+
+    /// The longest any lease has been held at `now_ms` (0 when none is).
+    pub fn longest_held_ms(&self, now_ms: u64) -> u64 {
+        self.held
+            .values()
+            .map(|held| held.held_ms(now_ms))
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// The leases held for [`LONG_HELD_MS`] or more that have not been
+    /// said for [`SAY_HELD_EVERY_MS`], marked said at `now_ms`: what a
+    /// `--quiet` run says today.
+    pub fn to_say(&mut self, now_ms: u64) -> Vec<(String, HeldLease)> {
+        let mut due = Vec::new();
+        for (id, held) in &mut self.held {
+            let long = held.held_ms(now_ms) >= LONG_HELD_MS;
+            let said_lately = held
+                .said_unix_ms
+                .is_some_and(|said| said <= now_ms && now_ms - said < SAY_HELD_EVERY_MS);
+            if long && !said_lately {
+                held.said_unix_ms = Some(now_ms);
+                due.push((id.clone(), held.clone()));
+            }
+        }
+        due
     }
 
     fn entry_for(&mut self, candidate: &Candidate) -> &mut Entry {
@@ -350,6 +457,93 @@ mod tests {
         // Stored as a word older readers may ignore.
         let text = serde_json::to_string(&backoff).expect("json");
         assert!(text.contains("\"hold\":\"stuck\""), "{text}");
+    }
+
+    #[test]
+    fn a_hold_keeps_its_start_until_rch_gives_a_verdict() {
+        let hour = 3_600_000;
+        let mut backoff = Backoff::empty();
+        let (a, b) = (candidate("a"), candidate("b"));
+        backoff.record_failure(&a, "failed", 0, BASE, MAX);
+        let entry_before = backoff.leases["a"].clone();
+        // Held at 1h, and again at 2h: since stays, the reason is the latest,
+        // the backoff entry is untouched.
+        backoff.mark_held(&a, "busy", hour);
+        backoff.mark_held(&a, "busy\nagain", 2 * hour);
+        backoff.mark_held(&b, "daemon down", 2 * hour);
+        assert_eq!(backoff.leases["a"], entry_before);
+        assert!(!backoff.leases.contains_key("b"), "a hold is no entry");
+        assert_eq!(backoff.held["a"].since_unix_ms, hour);
+        assert_eq!(backoff.held["a"].error, "busy\nagain");
+        assert_eq!(backoff.longest_held_ms(7 * hour), 6 * hour);
+        // Kept across a prune while a candidate, dropped when not.
+        assert!(backoff.prune(std::slice::from_ref(&a), 3 * hour, MAX));
+        assert!(!backoff.held.contains_key("b"));
+        assert_eq!(backoff.held["a"].since_unix_ms, hour);
+        // A failure is rch's verdict: no longer held.
+        backoff.record_failure(&a, "failed again", 3 * hour, BASE, MAX);
+        assert!(backoff.held.is_empty());
+        assert_eq!(backoff.longest_held_ms(7 * hour), 0);
+        // So is a success (forget).
+        backoff.mark_held(&b, "busy", 3 * hour);
+        assert!(backoff.forget("b"));
+        assert!(backoff.held.is_empty());
+    }
+
+    #[test]
+    fn a_stuck_entry_from_an_older_state_is_held_from_now() {
+        let mut backoff = Backoff::empty();
+        let a = candidate("a");
+        backoff.record_stuck(&a, "never completes", 1_000, MAX);
+        backoff.held.clear();
+        backoff.keep_held(&a, 5_000);
+        assert_eq!(backoff.held["a"].since_unix_ms, 5_000);
+        assert_eq!(backoff.held["a"].error, "never completes");
+        // An entry that waits on nothing is not held.
+        let b = candidate("b");
+        backoff.record_failure(&b, "failed", 0, BASE, MAX);
+        backoff.keep_held(&b, 5_000);
+        assert!(!backoff.held.contains_key("b"));
+    }
+
+    #[test]
+    fn a_long_hold_is_said_once_a_day() {
+        let hour = 3_600_000;
+        let mut backoff = Backoff::empty();
+        backoff.mark_held(&candidate("a"), "busy", 0);
+        backoff.mark_held(&candidate("b"), "busy", 2 * hour);
+        assert!(backoff.to_say(6 * hour - 1).is_empty(), "under 6 h");
+        let said: Vec<String> = backoff
+            .to_say(6 * hour)
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect();
+        assert_eq!(said, ["a"]);
+        assert!(backoff.to_say(7 * hour).is_empty(), "a said, b under 6 h");
+        let said: Vec<String> = backoff
+            .to_say(8 * hour)
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect();
+        assert_eq!(said, ["b"]);
+        assert!(backoff.to_say(30 * hour - 1).is_empty());
+        assert_eq!(backoff.to_say(30 * hour).len(), 1, "a, a day later");
+    }
+
+    #[test]
+    fn no_hold_writes_no_held_key_and_an_older_file_loads() {
+        let mut backoff = Backoff::empty();
+        backoff.record_failure(&candidate("a"), "failed", 0, BASE, MAX);
+        let text = serde_json::to_string(&backoff).expect("json");
+        assert!(!text.contains("held"), "{text}");
+        backoff.mark_held(&candidate("b"), "busy", 5);
+        let text = serde_json::to_string(&backoff).expect("json");
+        let back: Backoff = serde_json::from_str(&text).expect("parses");
+        assert_eq!(back, backoff);
+        // A file without the key (an older rch-sweep's) loads with none.
+        let older: Backoff =
+            serde_json::from_str(r#"{"version": 1, "leases": {}}"#).expect("parses");
+        assert!(older.held.is_empty());
     }
 
     #[test]

@@ -71,14 +71,17 @@ impl Store {
         self.read_as(Access::Write)
     }
 
-    /// The last success the state file in this folder holds, read as a
-    /// reader that changes nothing reads it (`None` when there is none or
-    /// it cannot be read): what the metrics of a run that stopped on an
-    /// error after it opened this folder report, read through this folder
-    /// and never by the path again (SPEC "Files").
-    pub fn last_success(&self) -> Option<u64> {
+    /// The state file in this folder, read as a reader that changes
+    /// nothing reads it (empty when there is none, `None` when it cannot
+    /// be read): the last success and the held leases that the metrics of
+    /// a run that stopped on an error after it opened this folder report,
+    /// read through this folder and never by the path again (SPEC
+    /// "Files").
+    pub fn as_it_stands(&self) -> Option<Backoff> {
         match self.read_as(Access::Read) {
-            Ok((StateFound::Valid(backoff), _)) => backoff.last_success_unix_ms,
+            Ok((StateFound::Valid(backoff), _)) => Some(backoff),
+            // No run has saved a state here: none held any lease.
+            Ok((StateFound::Missing, _)) => Some(Backoff::empty()),
             _ => None,
         }
     }
