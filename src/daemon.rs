@@ -436,6 +436,44 @@ pub fn ask_version(
     }
 }
 
+/// rch's own release, from `<rch> --capabilities` (asked once by a real
+/// run with something due, as `--version` is: [`run_rch`]), or why it
+/// cannot be read: it failed (an rch without the flag exits 2: it just
+/// cannot tell), did not answer within [`STATUS_DEADLINE`] (what it printed
+/// meanwhile is not read), or printed something else
+/// ([`crate::release::from_capabilities`]).
+pub fn ask_capabilities(
+    rch: &Path,
+    env: &[(OsString, OsString)],
+    stop: &dyn Fn() -> bool,
+) -> Result<Result<crate::release::Version, String>, Unnamed> {
+    let report = run_rch(
+        rch,
+        &["--capabilities"],
+        env,
+        stop,
+        "cannot ask rch for its release",
+    )?;
+    Ok(match report.ending {
+        Ending::Exited(status) if status.success() && report.tail_overflowed => Err(format!(
+            "printed more than {} KiB",
+            child::ANSWER_BYTES / 1024
+        )),
+        Ending::Exited(status) if status.success() => {
+            crate::release::from_capabilities(&report.tail)
+        }
+        Ending::Exited(status) => Err(format!("failed: {status}")),
+        Ending::TimedOut => Err(did_not_answer(STATUS_DEADLINE)),
+        Ending::Interrupted => return Err(Unnamed::Stopped),
+    })
+}
+
+/// A child that did not exit within `deadline`: said so, never quoting
+/// what it printed meanwhile as if it were rch's answer.
+pub fn did_not_answer(deadline: Duration) -> String {
+    format!("did not answer in {} s", deadline.as_secs())
+}
+
 /// The whole check of `socket`: up to [`TRIES`] tries `waits.pause` apart,
 /// accepting a listener as `chosen_by` says; when none answers, the first
 /// other usual place where a daemon of this user answers. A stop signal
