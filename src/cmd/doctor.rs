@@ -6,9 +6,9 @@
 //! the same [`preflight`] checks a run stops at: what a run refuses, this
 //! reports as `fail`. It adds what only a person needs to see (who holds a
 //! lock, what `rch --version` and `rch --capabilities` say, what a timer's
-//! `PATH` would find, whether rch's daemon answers where `rch` looks for it,
-//! what the journals look like, what the host and the environment hold that
-//! a timer's run would not) and changes nothing: no file is written, renamed or created,
+//! `PATH` would find, whether rch's daemon answers where `rch` looks for it
+//! and which rchd it is, what the journals look like, what the host and the
+//! environment hold that a timer's run would not) and changes nothing: no file is written, renamed or created,
 //! no lock taken, no program started but `<rch> --version`, `<rch>
 //! --capabilities`, `<rch> jobs recover --help` and `<rch> --json --format
 //! json daemon status`.
@@ -29,7 +29,7 @@ use crate::preflight::{self, DoctorCheck, Finding, Intent, Status};
 use crate::scan::{self, Scan, ScanOptions};
 use crate::state::backoff::{Backoff, now_unix_ms};
 use crate::verdict::SkipReason;
-use crate::{account, daemon, host, log, rch_env, recover, route, state};
+use crate::{account, daemon, host, log, rch_env, recover, release, route, state};
 use anyhow::Result;
 use std::borrow::Borrow;
 use std::ffi::OsStr;
@@ -339,22 +339,33 @@ fn daemon_finding(report: &daemon::Report) -> Finding {
     let Some(answer) = report.answer else {
         return Finding::ok(check, report.line());
     };
-    let found = format!("{}, in {}", report.line(), took(answer.took));
+    let rchd = answer
+        .rchd
+        .map(|version| format!(" (rchd {version})"))
+        .unwrap_or_default();
+    let found = format!("{}, in {}{rchd}", report.line(), took(answer.took));
     let mut warnings = Vec::new();
     let mut fixes = Vec::new();
+    // rchd's own release, whatever rch's: 2.1.8–2.1.16 recover leases
+    // themselves, unlocked.
+    if let Some(version) = answer.rchd.filter(|v| release::rchd_recovers_unlocked(*v)) {
+        let (finding, fix) = release::rchd_unlocked_finding(version);
+        warnings.push(finding);
+        fixes.push(fix);
+    }
     if !daemon::is_this_users(answer.listener, account::euid()) {
         warnings.push(format!(
             "{}: every recovery would go to it",
             daemon::foreign_listener(&report.socket, answer.listener)
         ));
-        fixes.push("name the socket of this user's own rch daemon (--socket / RCH_SOCKET_PATH), unless that user's daemon is meant to serve this one");
+        fixes.push("name the socket of this user's own rch daemon (--socket / RCH_SOCKET_PATH), unless that user's daemon is meant to serve this one".to_owned());
     }
     if answer.took > SLOW_REPLY {
         warnings.push(format!(
             "its reply took longer than {} (rch itself gives up connecting after 3 s)",
             took(SLOW_REPLY)
         ));
-        fixes.push("find out why rch's daemon is slow (systemctl --user status rchd, its log, the host's load)");
+        fixes.push("find out why rch's daemon is slow (systemctl --user status rchd, its log, the host's load)".to_owned());
     }
     ok_or_warn(check, found, &warnings, &fixes)
 }
