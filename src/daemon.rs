@@ -471,10 +471,7 @@ pub fn ask_version(
 
 /// rch's own release, from `<rch> --capabilities` (asked once by a real
 /// run with something due, as `--version` is: [`run_rch`]), or why it
-/// cannot be read: it failed (an rch without the flag exits 2: it just
-/// cannot tell), did not answer within [`STATUS_DEADLINE`] (what it printed
-/// meanwhile is not read), or printed something else
-/// ([`crate::release::from_capabilities`]).
+/// cannot be read ([`capabilities_of`]).
 pub fn ask_capabilities(
     rch: &Path,
     env: &[(OsString, OsString)],
@@ -487,7 +484,19 @@ pub fn ask_capabilities(
         stop,
         "cannot ask rch for its release",
     )?;
-    Ok(match report.ending {
+    capabilities_of(&report).ok_or(Unnamed::Stopped)
+}
+
+/// What a `<rch> --capabilities` child said of rch's release, or why it
+/// said nothing readable: it failed (an rch without the flag exits 2: it
+/// just cannot tell), did not answer within its deadline (what it printed
+/// meanwhile is not read), or printed something else
+/// ([`crate::release::from_capabilities`]). None when a stop signal ended
+/// it.
+pub fn capabilities_of(
+    report: &child::ChildReport,
+) -> Option<Result<crate::release::Version, String>> {
+    Some(match report.ending {
         Ending::Exited(status) if status.success() && report.tail_overflowed => Err(format!(
             "printed more than {} KiB",
             child::ANSWER_BYTES / 1024
@@ -496,8 +505,8 @@ pub fn ask_capabilities(
             crate::release::from_capabilities(&report.tail)
         }
         Ending::Exited(status) => Err(format!("failed: {status}")),
-        Ending::TimedOut => Err(did_not_answer(STATUS_DEADLINE)),
-        Ending::Interrupted => return Err(Unnamed::Stopped),
+        Ending::TimedOut => Err(did_not_answer(report.deadline)),
+        Ending::Interrupted => return None,
     })
 }
 

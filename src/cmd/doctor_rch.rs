@@ -10,7 +10,7 @@
 //! real success. A run decides by `--capabilities`; doctor shows both and
 //! says where they part.
 
-use crate::child::{self, Capture, ChildSpec, Ending};
+use crate::child::{self, Capture, ChildSpec};
 use crate::release::{self, Version};
 use crate::{daemon, rch_env};
 use std::path::Path;
@@ -29,16 +29,7 @@ pub fn capabilities(rch: &Path, deadline: Duration) -> Result<Version, String> {
     };
     let report = child::run_capturing(&spec, Capture::Stdout, deadline, &|| false)
         .map_err(|error| format!("could not be started: {}", error.source))?;
-    match report.ending {
-        Ending::Exited(status) if status.success() && report.tail_overflowed => Err(format!(
-            "printed more than {} KiB",
-            child::ANSWER_BYTES / 1024
-        )),
-        Ending::Exited(status) if status.success() => release::from_capabilities(&report.tail),
-        Ending::Exited(status) => Err(format!("failed: {status}")),
-        Ending::TimedOut => Err(daemon::did_not_answer(deadline)),
-        Ending::Interrupted => Err("was interrupted".to_owned()),
-    }
+    daemon::capabilities_of(&report).unwrap_or_else(|| Err("was interrupted".to_owned()))
 }
 
 /// What the two answers add up to: the release a run decides by, what
