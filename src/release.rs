@@ -467,6 +467,18 @@ mod tests {
     }
 
     #[test]
+    fn the_real_capabilities_name_their_release() {
+        // What the real rch printed for `rch --capabilities`
+        // (tests/data/real-rch-<release>/README.md says how it was kept).
+        let rch_2_1_34 = include_bytes!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/data/real-rch-2.1.34/stdout-capabilities.txt"
+        ));
+        assert!(rch_2_1_34.len() < crate::child::ANSWER_BYTES);
+        assert_eq!(from_capabilities(rch_2_1_34), Ok(Version::new(2, 1, 34)));
+    }
+
+    #[test]
     fn capabilities_decides_and_version_is_read_only_without_it() {
         let v16 = Version::new(2, 1, 16);
         let v34 = Version::new(2, 1, 34);

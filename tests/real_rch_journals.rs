@@ -259,12 +259,18 @@ fn recovered_as_rch_left_them(release: &Release) {
     }
     let recover = format!("case \"$3\" in\n{cases}*) exit 1 ;;\nesac");
     let version = format!("echo '{}'", release.version_line);
-    let capabilities = capabilities_says(
-        release
-            .version_line
-            .strip_prefix("rch ")
-            .expect("rch's version line"),
-    );
+    // What the real rch printed for --capabilities, where it was kept.
+    let kept = Path::new(release.data).join("stdout-capabilities.txt");
+    let capabilities = if kept.exists() {
+        format!("cat '{}'", kept.display())
+    } else {
+        capabilities_says(
+            release
+                .version_line
+                .strip_prefix("rch ")
+                .expect("rch's version line"),
+        )
+    };
     let rch = world.fake_rch_with(
         "rch",
         &FakeRch {
