@@ -434,11 +434,21 @@ mod tests {
         // own CARGO_PKG_VERSION.
         let reply = b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n{\"status\":\"healthy\",\"version\":\"2.1.12\",\"uptime_seconds\":12}\n";
         assert_eq!(rchd_version(reply), Some(Version::new(2, 1, 12)));
-        // The real rchd 2.1.34's reply, byte for byte
-        // (tests/data/real-rch-2.1.34/README.md).
-        let real = include_bytes!("../tests/data/real-rch-2.1.34/rchd-health-reply.txt");
-        assert_eq!(judge_reply(real), Ok(()));
-        assert_eq!(rchd_version(real), Some(Version::new(2, 1, 34)));
+        // The real rchd 2.1.34's and 2.1.16's replies, byte for byte
+        // (tests/data/real-rch-<release>/README.md).
+        for (real, release) in [
+            (
+                &include_bytes!("../tests/data/real-rch-2.1.34/rchd-health-reply.txt")[..],
+                Version::new(2, 1, 34),
+            ),
+            (
+                &include_bytes!("../tests/data/real-rch-2.1.16/rchd-health-reply.txt")[..],
+                Version::new(2, 1, 16),
+            ),
+        ] {
+            assert_eq!(judge_reply(real), Ok(()));
+            assert_eq!(rchd_version(real), Some(release));
+        }
         let fake = Some(Version::new(0, 0, 0));
         for (reply, expected) in [
             (
