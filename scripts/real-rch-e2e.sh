@@ -6,9 +6,11 @@
 #   scripts/real-rch-e2e.sh --install    only install (or find) the pinned binaries
 #   scripts/real-rch-e2e.sh --keep-journals DIR
 #                                        also copy the journals rch wrote (before and
-#                                        after recovery) and the stderr of the real rch
+#                                        after recovery), the stderr of the real rch
 #                                        where a step provokes a refusal (stderr-*.txt)
-#                                        into DIR (tests/data/real-rch-<version> was made so)
+#                                        and what `rch --capabilities` printed
+#                                        (stdout-capabilities.txt) into DIR
+#                                        (tests/data/real-rch-<version> was made so)
 #   --rch-version 2.1.N                  the rch release to run against (default 2.1.34):
 #                                        rch and rchd 2.1.N, rch-wkr 2.1.7; combines with
 #                                        each of the above
@@ -18,7 +20,11 @@
 # per-lease .recovery.lock (the manual-lock steps are skipped, said so) and has no 24-hour
 # wait for a build its daemon forgot (the lease is recovered at once); 2.1.17 to 2.1.33
 # never complete such a build (it must be reported stuck, not charged); 2.1.34 waits until
-# the lease is 24 hours old, then completes it with daemon_record_absent.
+# the lease is 24 hours old, then completes it with daemon_record_absent. rchd 2.1.8 to
+# 2.1.16 recover leases themselves with no lock: doctor's daemon check must warn of them.
+# Every release names itself in `rch --capabilities`' "version", the release a run decides
+# by (`rch --version` prints rch-common's version; both name the release for a --locked
+# install of 2.1.16 and of 2.1.34).
 #
 # It installs the published rch, rchd and rch-wkr at pinned versions (and the rch 1.x
 # line, which has no `jobs` command, when it can be had: it is not on crates.io, so
@@ -208,7 +214,7 @@ finish() {
   if [ -n "${E2E_KEEP:-}" ] && [ -d "$S/out" ]; then
     cp "$S/out/"*.json "$S/out/"*.txt "/proc/$$/fd/9/" 2>/dev/null
     chown root:root "/proc/$$/fd/9/"*.json "/proc/$$/fd/9/"*.txt 2>/dev/null
-    say "kept in $E2E_KEEP: $(ls "$S/out" | grep -c '\.json$') journals, $(ls "$S/out" | grep -c '\.txt$') stderr files of rch"
+    say "kept in $E2E_KEEP: $(ls "$S/out" | grep -c '\.json$') journals, $(ls "$S/out" | grep -c '^stderr-.*\.txt$') stderr files of rch, $(ls "$S/out" | grep -c '^stdout-.*\.txt$') stdout files of rch"
   fi
   if [ "$FAILED" -gt 0 ] && [ -s "$S/details.log" ]; then
     say "--- details of the failed steps"
@@ -472,6 +478,13 @@ start_rchd; verdict "setup: rchd $RCHD_VERSION answers as $B at $SOCK" $?
 said=$(as_b "$S/bin/rch" --version 2>&1 | head -1)
 ok=1; [ "$said" = "rch $RCH_VERSION" ] && ok=0
 verdict "setup: the rch that runs is the release asked for (rch --version)" $ok "$said"
+# rch's own release: the "version" of the JSON object --capabilities prints before it reads
+# any configuration (rch-lease-format.md section 10.x), kept for tests/data
+as_b "$S/bin/rch" --capabilities >"$S/out/stdout-capabilities.txt" 2>"$S/capabilities.err"; rc=$?
+caps=$(jq -r 'select(.contract_version == "rch.capabilities.v1") | .version // empty' "$S/out/stdout-capabilities.txt" 2>/dev/null)
+ok=1; [ $rc = 0 ] && [ "$caps" = "$RCH_VERSION" ] && ok=0
+verdict "setup: rch --capabilities names rch's own release, the one a run decides by" $ok \
+  "exit $rc, \"version\": \"${caps:-none}\" ($(wc -c <"$S/out/stdout-capabilities.txt") bytes)"
 [ "${E2E_STOP_AFTER:-}" = setup ] && exit 0
 
 # ---------------------------------------------------------------- builds and leases
@@ -856,11 +869,33 @@ if [ -n "$MANUAL" ]; then
 fi
 mark_said="with daemon_exit_code"; [ "$DAEMON_MARK" = 1 ] || mark_said="with no daemon mark (rch $RCH_VERSION writes none)"
 verdict "recover: a real run recovers them, and the journals read back as rch's completion, $mark_said" $ok "${why:-exit $rc}"
+# that run decided by rch's own release (--capabilities) and kept --version's line
+ok=1
+jq -e --arg v "$RCH_VERSION" '.rch.release == $v and (.rch.version | startswith("rch " + $v))' "$S/lock.json" >/dev/null && ok=0
+verdict "release: the run's summary names rch's own release ($RCH_VERSION, from rch --capabilities) beside rch --version's line" $ok \
+  "$(jq -c '.rch // "no rch object"' "$S/lock.json" 2>/dev/null | cut -c1-200)"
 
 # doctor on the healthy host
 as_b "$SWEEP" doctor --json >"$S/doctor.json" 2>&1; rc=$?
 verdict "doctor: ok on the healthy host" $([ $rc = 0 ] && echo 0 || echo 1) \
   "exit $rc$( [ $rc = 0 ] || echo "; $(jq -r '[.checks[] | select(.status == "fail") | "\(.check): \(.finding)"] | join("; ")' "$S/doctor.json" 2>/dev/null | cut -c1-300)")"
+# doctor names the release both answers agree on, and rchd's own from its /health reply,
+# warning of an rchd 2.1.8 to 2.1.16 (it recovers leases itself, unlocked) and of no other
+row_of() { jq -c --arg c "$1" '[.checks[]? | select(.check == $c)][0] // {}' "$S/doctor.json" 2>/dev/null; }
+rch_row=$(row_of rch); daemon_row=$(row_of daemon)
+UNLOCKED_RCHD=0; [ "${RCHD_VERSION##*.}" -ge 8 ] && [ "${RCHD_VERSION##*.}" -le 16 ] && UNLOCKED_RCHD=1
+ok=1
+if jq -e --arg v "$RCH_VERSION" '.finding | contains("(rch " + $v) and (contains("--capabilities") | not)' <<<"$rch_row" >/dev/null \
+  && jq -e --arg v "$RCHD_VERSION" '.finding | contains("(rchd " + $v + ")")' <<<"$daemon_row" >/dev/null; then
+  if [ "$UNLOCKED_RCHD" = 1 ]; then
+    jq -e --arg v "$RCHD_VERSION" '.status == "warn" and (.finding | contains("rchd " + $v + " recovers dead leases itself"))' <<<"$daemon_row" >/dev/null && ok=0
+  else
+    jq -e '.finding | contains("recovers dead leases itself") | not' <<<"$daemon_row" >/dev/null && ok=0
+  fi
+fi
+rchd_said="no warning for rchd $RCHD_VERSION"; [ "$UNLOCKED_RCHD" = 1 ] && rchd_said="a warning for rchd $RCHD_VERSION (it recovers leases itself, unlocked)"
+verdict "doctor: rch $RCH_VERSION named by both answers, rchd's release from its /health reply, $rchd_said" $ok \
+  "$(jq -r '.finding' <<<"$rch_row" | cut -c1-120) | $(jq -r '"\(.status) \(.finding)"' <<<"$daemon_row" | cut -c1-200)"
 # doctor --as cron: with the fix in the crontab (the build user's)
 printf 'RCH_SOCKET_PATH=%s\n*/5 * * * * %s --quiet\n' "$SOCK" "$SWEEP" >"$S/crontab"
 if command -v crontab >/dev/null && setpriv --reuid="$B_UID" --regid="$B_UID" --clear-groups -- crontab "$S/crontab" 2>"$S/crontab.err"; then
@@ -994,7 +1029,7 @@ verdict "owner: rch leaves a lease whose wrapper still runs to that wrapper (rec
 # RCH_DISABLE_CONFIG_CACHE=1. The script's own rch calls without the variable are the control.
 UPDATE_WORDS='fetching releases?|update[ _-]?check|api\.github\.com|github api|newer version|update available'
 by_sweep=0; warned=0; unset_vars=0; control=0; control_warned=0
-n_status=0; n_recover=0; n_version=0; n_help=0
+n_status=0; n_recover=0; n_version=0; n_caps=0; n_help=0
 for meta in "$CALLS"/*.meta; do
   [ -e "$meta" ] || continue
   err=${meta%.meta}.err
@@ -1005,6 +1040,7 @@ for meta in "$CALLS"/*.meta; do
       "jobs recover --help") n_help=$((n_help + 1)) ;;
       "jobs recover "*) n_recover=$((n_recover + 1)) ;;
       "--version") n_version=$((n_version + 1)) ;;
+      "--capabilities") n_caps=$((n_caps + 1)) ;;
     esac
     { grep -qx 'RCH_NO_UPDATE_CHECK=1' "$meta" && grep -qx 'RCH_DISABLE_CONFIG_CACHE=1' "$meta"; } \
       || { unset_vars=$((unset_vars + 1)); detail "update check: rch $(sed -n 's/^args: //p' "$meta") was started by rch-sweep without both variables: $(grep '^RCH_' "$meta" | tr '\n' ' ')"; }
@@ -1017,9 +1053,9 @@ for meta in "$CALLS"/*.meta; do
     grep -qaiE "$UPDATE_WORDS" "$err" 2>/dev/null && control_warned=$((control_warned + 1))
   fi
 done
-ok=1; [ $by_sweep -gt 0 ] && [ $warned = 0 ] && [ $unset_vars = 0 ] && [ $n_status -gt 0 ] && [ $n_recover -gt 0 ] && ok=0
+ok=1; [ $by_sweep -gt 0 ] && [ $warned = 0 ] && [ $unset_vars = 0 ] && [ $n_status -gt 0 ] && [ $n_recover -gt 0 ] && [ $n_caps -gt 0 ] && ok=0
 verdict "update check: no stderr of the $by_sweep rch calls rch-sweep made holds an update-check warning, each had RCH_NO_UPDATE_CHECK=1 and RCH_DISABLE_CONFIG_CACHE=1" $ok \
-  "daemon status $n_status, jobs recover $n_recover, --version $n_version, jobs recover --help $n_help; $warned warned, $unset_vars without the variables (the control: $control_warned of the script's $control own calls without them warned)"
+  "daemon status $n_status, jobs recover $n_recover, --version $n_version, --capabilities $n_caps, jobs recover --help $n_help; $warned warned, $unset_vars without the variables (the control: $control_warned of the script's $control own calls without them warned)"
 
 # Everything rch-sweep now sees is terminal.
 as_b "$SWEEP" --check --stale-after 5 >/dev/null 2>&1; rc=$?

@@ -23,23 +23,25 @@ pub const DEFAULT_BACKOFF_MAX_SECS: u64 = 21_600;
 const SOCKET_HELP: &str = "rch's daemon socket: checked (GET /health) before any recovery and \
 handed to every child as RCH_SOCKET_PATH; while no daemon answers there, no lease is charged and \
 the run exits 75 (78 when one answers at another of rch's usual places); without the flag and \
-RCH_SOCKET_PATH, rch's alias RCH_DAEMON_SOCKET names it [default: the socket \
-`rch --json --format json daemon status` names]";
+RCH_SOCKET_PATH, rch's alias RCH_DAEMON_SOCKET names it; set but empty, either names no socket, as \
+rch reads it (exit 78) [default: the socket `rch --json --format json daemon status` names]";
 
-/// The environment variables that stand in for flags. An empty one counts
-/// as unset (SPEC), which clap alone would read as an empty value.
-pub const ENV_VARS: [&str; 5] = [
+/// The environment variables that stand in for flags and are rch-sweep's
+/// own. An empty one counts as unset (SPEC), which clap alone would read as
+/// an empty value. `RCH_SOCKET_PATH` is not among them: it is rch's, and
+/// rch takes an empty one as set (the socket is then "", where it finds no
+/// daemon, and its alias is not read), so `--socket` takes it as rch does.
+pub const ENV_VARS: [&str; 4] = [
     "RCH_SWEEP_LEASE_DIR",
     "RCH_SWEEP_STATE_FILE",
     "RCH_SWEEP_RCH",
-    "RCH_SOCKET_PATH",
     "RCH_SWEEP_METRICS_FILE",
 ];
 
 /// rch's alias of `RCH_SOCKET_PATH` (rch-lease-format.md §10), which rch
 /// reads only when `RCH_SOCKET_PATH` is unset: `--socket` takes it last,
 /// after the flag and `RCH_SOCKET_PATH` (clap reads one variable a flag),
-/// and an empty one counts as unset.
+/// an empty one as rch does (set: no socket).
 pub const SOCKET_ALIAS: &str = "RCH_DAEMON_SOCKET";
 
 /// The command line as clap derives it. Its help, its completion scripts and
@@ -85,7 +87,7 @@ pub struct Cli {
 
 impl From<Definition> for Cli {
     fn from(mut definition: Definition) -> Self {
-        let alias = std::env::var_os(SOCKET_ALIAS).filter(|value| !value.is_empty());
+        let alias = std::env::var_os(SOCKET_ALIAS);
         definition.run.take_socket_alias(alias.as_deref());
         match &mut definition.command {
             Some(Command::Run(run)) => run.take_socket_alias(alias.as_deref()),
@@ -293,14 +295,14 @@ pub enum Command {
     /// Check what a timer run with these options would meet; changes nothing
     #[command(
         long_about = "Check what a timer run with these options would meet: the lease directory, \
-the state file and its folder, the locks, rch (and what `rch --version` says, and whether a \
-timer's or cron's PATH finds the same one), rch's daemon (whether it answers where rch looks \
+the state file and its folder, the locks, rch (what `rch --version` and `rch --capabilities` \
+say, and whether a timer's or cron's PATH finds the same one), rch's daemon (whether it answers where rch looks \
 for it), the metrics file, the journals a dry run would judge, the host (PID namespace, free \
 space where the state is saved) and the environment (which decisions rest on variables a timer \
 or cron line lacks). Each check is ok, warn or fail, with a fix; a real run refuses exactly what \
 this reports as fail. Writes, renames and creates nothing, takes no lock, and starts no program \
-but `rch --version` and `rch --json --format json daemon status` (and asks rch's daemon for its \
-health; with --as, also `crontab -l`, `systemctl show` and itself). With --as ROUTE it reads \
+but `rch --version`, `rch --capabilities`, `rch jobs recover --help` and `rch --json --format \
+json daemon status` (and asks rch's daemon for its health; with --as, also `crontab -l`, `systemctl show` and itself). With --as ROUTE it reads \
 that route's own configuration (cron: your crontab, each rch-sweep line checked with its own \
 options and variables; user-timer and system-timer: the unit and its drop-ins as systemd would \
 start it) and re-executes itself with those options in that environment and nothing else; the \
@@ -377,7 +379,9 @@ pub struct RunArgs {
     #[arg(long, value_name = "PATH", env = "RCH_SWEEP_RCH", help = RCH_HELP)]
     pub rch: Option<PathBuf>,
 
-    #[arg(long, value_name = "PATH", env = "RCH_SOCKET_PATH", help = SOCKET_HELP)]
+    // Empty when named so (as rch reads RCH_SOCKET_PATH): no socket.
+    #[arg(long, value_name = "PATH", env = "RCH_SOCKET_PATH", help = SOCKET_HELP,
+          value_parser = socket_path())]
     pub socket: Option<PathBuf>,
 
     /// Recoveries started in one run, and most in flight at once (1 to 64)
@@ -441,8 +445,8 @@ pub struct RunArgs {
 }
 
 impl RunArgs {
-    /// `--socket` from rch's alias [`SOCKET_ALIAS`] (`alias`, set and not
-    /// empty), when neither the flag nor `RCH_SOCKET_PATH` named one.
+    /// `--socket` from rch's alias [`SOCKET_ALIAS`] (`alias`, when set,
+    /// empty or not), when neither the flag nor `RCH_SOCKET_PATH` named one.
     pub fn take_socket_alias(&mut self, alias: Option<&std::ffi::OsStr>) {
         if self.socket.is_none() {
             self.socket = alias.map(PathBuf::from);
@@ -460,6 +464,14 @@ impl RunArgs {
         }
         Ok(())
     }
+}
+
+/// `--socket`'s parser: any path, the empty one too (an empty
+/// `RCH_SOCKET_PATH` names no socket, as rch reads it; clap's own path
+/// parser refuses it).
+fn socket_path() -> impl clap::builder::TypedValueParser<Value = PathBuf> {
+    use clap::builder::TypedValueParser;
+    clap::builder::OsStringValueParser::new().map(PathBuf::from)
 }
 
 /// A value parser for a duration flag: whole seconds within `min..=max`.

@@ -95,10 +95,29 @@ pub struct Report {
 
 /// The error each due lease is deferred with.
 pub fn not_answering(socket: &Path, why: &str) -> String {
-    format!(
-        "rch's daemon at {} is not answering: {why}",
-        socket.display()
-    )
+    format!("rch's daemon at {} is not answering: {why}", shown(socket))
+}
+
+/// A socket as a message names it: its path, or `""` for the empty one an
+/// empty `RCH_SOCKET_PATH` names.
+fn shown(socket: &Path) -> String {
+    if socket.as_os_str().is_empty() {
+        "\"\"".to_owned()
+    } else {
+        socket.display().to_string()
+    }
+}
+
+/// Why no daemon answers at the empty socket: rch, told an empty
+/// `RCH_SOCKET_PATH` (or, with that unset, an empty `RCH_DAEMON_SOCKET`),
+/// takes it as its socket and finds none there (rch-lease-format.md §10.x).
+fn named_empty(chosen_by: ChosenBy) -> String {
+    match chosen_by {
+        ChosenBy::Environment => "RCH_SOCKET_PATH is set but empty: rch takes it as its socket, finds none there, and does not read its alias RCH_DAEMON_SOCKET".to_owned(),
+        ChosenBy::Alias => "RCH_DAEMON_SOCKET is set but empty and RCH_SOCKET_PATH unset: rch takes it as its socket and finds none there".to_owned(),
+        ChosenBy::Option => "--socket is empty: it names no socket".to_owned(),
+        ChosenBy::Rch => "rch names an empty socket".to_owned(),
+    }
 }
 
 impl Report {
@@ -145,14 +164,21 @@ impl Report {
         );
     }
 
-    /// 78 when it answers only elsewhere (that will not mend itself), else
-    /// 75; nothing when it is up.
+    /// 78 when it answers only elsewhere, or no socket is named (an empty
+    /// `RCH_SOCKET_PATH`): neither will mend itself; else 75; nothing when
+    /// it is up.
     pub fn exit_code(&self) -> ExitCode {
         match (self.up, &self.answering_elsewhere) {
             (true, _) => ExitCode::Success,
             (false, Some(_)) => ExitCode::Config,
+            (false, None) if self.named_empty() => ExitCode::Config,
             (false, None) => ExitCode::TempFail,
         }
+    }
+
+    /// The socket named is the empty one.
+    fn named_empty(&self) -> bool {
+        self.socket.as_os_str().is_empty()
     }
 
     /// What the run says about it on stderr and in the summary's `error`:
@@ -162,7 +188,7 @@ impl Report {
         if self.up {
             return None;
         }
-        let socket = self.socket.display();
+        let socket = shown(&self.socket);
         let how = self.chosen_by.how();
         let why = self.error.as_deref().unwrap_or("unknown");
         let fix = self.fix()?;
@@ -189,6 +215,11 @@ impl Report {
         }
         Some(match &self.answering_elsewhere {
             Some(other) => format!("Point rch at it: {}", point_at(other, self.chosen_by)),
+            None if self.named_empty() => match self.chosen_by {
+                ChosenBy::Option => "Name the socket rch's daemon listens on: --socket PATH".to_owned(),
+                ChosenBy::Alias => "Unset RCH_DAEMON_SOCKET (rch then resolves its own socket) or set it to the socket rch's daemon listens on, where the run gets its environment (the crontab line, the unit's drop-in)".to_owned(),
+                ChosenBy::Environment | ChosenBy::Rch => "Unset RCH_SOCKET_PATH (rch then resolves its own socket) or set it to the socket rch's daemon listens on, where the run gets its environment (the crontab line, the unit's drop-in)".to_owned(),
+            },
             None if self.foreign_listener.is_some() => {
                 "Start this user's own daemon (systemctl --user start rchd, or rch daemon start) where rch looks for it, or name the socket of the daemon meant with --socket / RCH_SOCKET_PATH; another user's process is never handed this user's recoveries"
                     .to_owned()
@@ -202,7 +233,7 @@ impl Report {
 
     /// The human summary's line.
     pub fn line(&self) -> String {
-        let socket = self.socket.display();
+        let socket = shown(&self.socket);
         let how = self.chosen_by.how();
         if self.up {
             return format!("rch's daemon answers at {socket} ({how})");
@@ -327,7 +358,8 @@ pub fn which(
     stop: &dyn Fn() -> bool,
 ) -> Result<(PathBuf, ChosenBy), Unnamed> {
     if let Some(socket) = explicit {
-        let chosen_by = chosen_by(socket, config::process_env);
+        // As rch reads them: set, even empty.
+        let chosen_by = chosen_by(socket, |name| std::env::var_os(name));
         return Ok((socket.to_path_buf(), chosen_by));
     }
     ask_rch(rch, env, stop).map(|socket| (socket, ChosenBy::Rch))
@@ -335,10 +367,11 @@ pub fn which(
 
 /// How a named `socket` was named: by `RCH_SOCKET_PATH` when it holds it,
 /// else by `RCH_DAEMON_SOCKET` when that holds it (rch reads the alias only
-/// without `RCH_SOCKET_PATH`), else by `--socket`.
+/// without `RCH_SOCKET_PATH`), else by `--socket`. `env` gives a variable
+/// as rch reads it: set even when empty (an empty one names the empty
+/// socket, and keeps rch from its alias).
 pub fn chosen_by(socket: &Path, env: impl Fn(&str) -> Option<OsString>) -> ChosenBy {
-    let holds = |name: &str| env(name).filter(|value| !value.is_empty());
-    match (holds("RCH_SOCKET_PATH"), holds("RCH_DAEMON_SOCKET")) {
+    match (env("RCH_SOCKET_PATH"), env("RCH_DAEMON_SOCKET")) {
         (Some(value), _) if Path::new(&value) == socket => ChosenBy::Environment,
         (None, Some(value)) if Path::new(&value) == socket => ChosenBy::Alias,
         _ => ChosenBy::Option,
@@ -436,6 +469,53 @@ pub fn ask_version(
     }
 }
 
+/// rch's own release, from `<rch> --capabilities` (asked once by a real
+/// run with something due, as `--version` is: [`run_rch`]), or why it
+/// cannot be read ([`capabilities_of`]).
+pub fn ask_capabilities(
+    rch: &Path,
+    env: &[(OsString, OsString)],
+    stop: &dyn Fn() -> bool,
+) -> Result<Result<crate::release::Version, String>, Unnamed> {
+    let report = run_rch(
+        rch,
+        &["--capabilities"],
+        env,
+        stop,
+        "cannot ask rch for its release",
+    )?;
+    capabilities_of(&report).ok_or(Unnamed::Stopped)
+}
+
+/// What a `<rch> --capabilities` child said of rch's release, or why it
+/// said nothing readable: it failed (an rch without the flag exits 2: it
+/// just cannot tell), did not answer within its deadline (what it printed
+/// meanwhile is not read), or printed something else
+/// ([`crate::release::from_capabilities`]). None when a stop signal ended
+/// it.
+pub fn capabilities_of(
+    report: &child::ChildReport,
+) -> Option<Result<crate::release::Version, String>> {
+    Some(match report.ending {
+        Ending::Exited(status) if status.success() && report.tail_overflowed => Err(format!(
+            "printed more than {} KiB",
+            child::ANSWER_BYTES / 1024
+        )),
+        Ending::Exited(status) if status.success() => {
+            crate::release::from_capabilities(&report.tail)
+        }
+        Ending::Exited(status) => Err(format!("failed: {status}")),
+        Ending::TimedOut => Err(did_not_answer(report.deadline)),
+        Ending::Interrupted => return None,
+    })
+}
+
+/// A child that did not exit within `deadline`: said so, never quoting
+/// what it printed meanwhile as if it were rch's answer.
+pub fn did_not_answer(deadline: Duration) -> String {
+    format!("did not answer in {} s", deadline.as_secs())
+}
+
 /// The whole check of `socket`: up to [`TRIES`] tries `waits.pause` apart,
 /// accepting a listener as `chosen_by` says; when none answers, the first
 /// other usual place where a daemon of this user answers. A stop signal
@@ -446,6 +526,16 @@ pub fn check(
     waits: &Waits,
     stop: &dyn Fn() -> bool,
 ) -> Result<Report, Stopped> {
+    if socket.as_os_str().is_empty() {
+        // Nothing to try, and nothing that a retry would mend.
+        let elsewhere = answering_elsewhere(&socket, waits, stop)?;
+        return Ok(Report::new(
+            socket,
+            chosen_by,
+            Err(named_empty(chosen_by)),
+            elsewhere,
+        ));
+    }
     let trust = chosen_by.trust();
     let mut probed = probe(&socket, waits, trust, stop);
     for _ in 1..TRIES {
@@ -742,17 +832,81 @@ mod tests {
     }
 
     #[test]
+    fn an_empty_socket_is_looked_for_nowhere_and_will_not_mend_itself() {
+        let waits = Waits {
+            connect: Duration::from_millis(50),
+            read: Duration::from_millis(50),
+            pause: Duration::from_secs(30),
+        };
+        let started = Instant::now();
+        let report =
+            check(PathBuf::new(), ChosenBy::Environment, &waits, &|| false).expect("not stopped");
+        // No try to repeat: the 30 s pause is never taken.
+        assert!(started.elapsed() < Duration::from_secs(20));
+        assert!(!report.up);
+        let message = report.message().expect("not up");
+        if report.answering_elsewhere.is_none() {
+            assert_eq!(report.exit_code(), ExitCode::Config);
+            assert!(
+                message.starts_with("rch's daemon at \"\" (named by RCH_SOCKET_PATH) is not answering: RCH_SOCKET_PATH is set but empty"),
+                "{message}"
+            );
+            assert!(
+                message.contains("does not read its alias RCH_DAEMON_SOCKET"),
+                "{message}"
+            );
+            assert!(
+                report
+                    .fix()
+                    .is_some_and(|fix| fix.starts_with("Unset RCH_SOCKET_PATH")),
+                "{message}"
+            );
+        }
+        assert!(
+            report
+                .lease_error()
+                .starts_with("rch's daemon at \"\" is not answering")
+        );
+        let alias = Report::new(
+            PathBuf::new(),
+            ChosenBy::Alias,
+            Err(named_empty(ChosenBy::Alias)),
+            None,
+        );
+        assert_eq!(alias.exit_code(), ExitCode::Config);
+        assert!(
+            alias
+                .fix()
+                .is_some_and(|fix| fix.starts_with("Unset RCH_DAEMON_SOCKET"))
+        );
+    }
+
+    #[test]
     fn rch_daemon_socket_names_the_socket_only_without_rch_socket_path() {
         let socket = Path::new("/a.sock");
         assert_eq!(
             chosen_by(socket, env(&[("RCH_DAEMON_SOCKET", "/a.sock")])),
             ChosenBy::Alias
         );
+        // An empty RCH_SOCKET_PATH is set, as rch reads it: the alias is
+        // not read, so /a.sock came from --socket; the empty socket is
+        // RCH_SOCKET_PATH's.
         assert_eq!(
             chosen_by(
                 socket,
                 env(&[("RCH_DAEMON_SOCKET", "/a.sock"), ("RCH_SOCKET_PATH", "")])
             ),
+            ChosenBy::Option
+        );
+        assert_eq!(
+            chosen_by(
+                Path::new(""),
+                env(&[("RCH_DAEMON_SOCKET", "/a.sock"), ("RCH_SOCKET_PATH", "")])
+            ),
+            ChosenBy::Environment
+        );
+        assert_eq!(
+            chosen_by(Path::new(""), env(&[("RCH_DAEMON_SOCKET", "")])),
             ChosenBy::Alias
         );
         assert_eq!(

@@ -9,6 +9,7 @@
 //! listener of another user is told apart before anything is sent to it;
 //! and a path that is no listening socket says what it is instead.
 
+use crate::release::Version;
 use crate::{account, config, log, sys};
 use std::io::{self, Read, Write};
 use std::os::fd::AsFd;
@@ -107,6 +108,13 @@ pub fn judge_reply(reply: &[u8]) -> Result<(), String> {
     }
 }
 
+/// The release a healthy reply names in its `version` (`"2.1.12"`), if
+/// it names one.
+pub fn rchd_version(reply: &[u8]) -> Option<Version> {
+    let value: serde_json::Value = serde_json::from_slice(body_of(reply)?).ok()?;
+    crate::release::number_of(value.get("version")?.as_str()?)
+}
+
 /// What follows the first blank line (`\r\n\r\n` or `\n\n`).
 fn body_of(reply: &[u8]) -> Option<&[u8]> {
     let find = |needle: &[u8]| {
@@ -140,6 +148,9 @@ pub struct Answer {
     pub listener: u32,
     /// From the connect to the whole reply.
     pub took: Duration,
+    /// rchd's own release, from the reply's `version` (rchd's
+    /// `CARGO_PKG_VERSION` in every 2.1.x); None when it names none.
+    pub rchd: Option<Version>,
 }
 
 /// How one probe of a socket ended, when it did not answer healthy.
@@ -223,6 +234,7 @@ pub fn probe(
     Ok(Answer {
         listener,
         took: started.elapsed(),
+        rchd: rchd_version(&reply),
     })
 }
 
@@ -414,6 +426,52 @@ mod tests {
             judge_reply(b"HTTP/1.1 200 OK\n\n{\"status\": \"healthy\"}\n"),
             Ok(())
         );
+    }
+
+    #[test]
+    fn rchds_release_is_the_version_its_health_reply_names() {
+        // rchd 2.1.0-2.1.34's `handle_health`: `version: ctx.version`, its
+        // own CARGO_PKG_VERSION.
+        let reply = b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n{\"status\":\"healthy\",\"version\":\"2.1.12\",\"uptime_seconds\":12}\n";
+        assert_eq!(rchd_version(reply), Some(Version::new(2, 1, 12)));
+        // The real rchd 2.1.34's and 2.1.16's replies, byte for byte
+        // (tests/data/real-rch-<release>/README.md).
+        for (real, release) in [
+            (
+                &include_bytes!("../tests/data/real-rch-2.1.34/rchd-health-reply.txt")[..],
+                Version::new(2, 1, 34),
+            ),
+            (
+                &include_bytes!("../tests/data/real-rch-2.1.16/rchd-health-reply.txt")[..],
+                Version::new(2, 1, 16),
+            ),
+        ] {
+            assert_eq!(judge_reply(real), Ok(()));
+            assert_eq!(rchd_version(real), Some(release));
+        }
+        let fake = Some(Version::new(0, 0, 0));
+        for (reply, expected) in [
+            (
+                &b"HTTP/1.0 200 OK\r\n\r\n{\"status\":\"healthy\"}"[..],
+                None,
+            ),
+            (
+                b"HTTP/1.0 200 OK\r\n\r\n{\"status\":\"healthy\",\"version\":\"0.0.0-fake\"}",
+                fake,
+            ),
+            (
+                b"HTTP/1.0 200 OK\r\n\r\n{\"status\":\"healthy\",\"version\":2}",
+                None,
+            ),
+            (
+                b"HTTP/1.0 200 OK\r\n\r\n{\"status\":\"healthy\",\"version\":\"rchd\"}",
+                None,
+            ),
+            (b"HTTP/1.0 200 OK\r\n", None),
+        ] {
+            let shown = String::from_utf8_lossy(reply);
+            assert_eq!(rchd_version(reply), expected, "{shown}");
+        }
     }
 
     #[test]

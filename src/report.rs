@@ -580,12 +580,15 @@ struct JsonSummary<'a> {
     error: Option<String>,
 }
 
-/// SPEC's `rch` object: the `rch` a real run asked, and the first line of
-/// its `--version`.
+/// SPEC's `rch` object: the `rch` a real run asked, the first line of its
+/// `--version`, and the release the run decided by (`--capabilities`'
+/// `"version"`, else `--version`'s number; null when neither could be
+/// read).
 #[derive(Serialize)]
 struct JsonRch<'a> {
     path: String,
     version: &'a str,
+    release: Option<String>,
 }
 
 impl<'a> From<&'a release::Asked> for JsonRch<'a> {
@@ -593,6 +596,7 @@ impl<'a> From<&'a release::Asked> for JsonRch<'a> {
         JsonRch {
             path: asked.path.to_string_lossy().into_owned(),
             version: &asked.line,
+            release: asked.release().map(|release| release.to_string()),
         }
     }
 }
@@ -747,16 +751,27 @@ mod tests {
         assert!(value.get("rch").is_none());
         s.rch = Some(release::Asked {
             path: "/usr/local/bin/rch".into(),
-            line: "rch 2.1.16".into(),
+            line: "rch 2.1.34".into(),
+            capabilities: Ok(release::Version::new(2, 1, 16)),
         });
         let value: serde_json::Value = serde_json::from_str(&s.json()).expect("json");
         assert_eq!(
             value["rch"],
-            serde_json::json!({"path": "/usr/local/bin/rch", "version": "rch 2.1.16"})
+            serde_json::json!({"path": "/usr/local/bin/rch", "version": "rch 2.1.34", "release": "2.1.16"})
+        );
+        s.rch = Some(release::Asked {
+            path: "/usr/local/bin/rch".into(),
+            line: String::new(),
+            capabilities: Err("failed: exit status: 2".into()),
+        });
+        let value: serde_json::Value = serde_json::from_str(&s.json()).expect("json");
+        assert_eq!(
+            value["rch"],
+            serde_json::json!({"path": "/usr/local/bin/rch", "version": "", "release": null})
         );
         let text = s.human(false);
         assert!(
-            text.contains("rch: /usr/local/bin/rch says \"rch 2.1.16\": a completion without the daemon's mark counts\n"),
+            text.contains("rch: /usr/local/bin/rch says \"no version line\" (--capabilities failed: exit status: 2): a completion needs the daemon's mark\n"),
             "{text}"
         );
     }

@@ -272,8 +272,8 @@ fn nothing_asks_rch_or_touches_the_socket_but_a_real_run_with_something_due() {
     assert_eq!(lines(&calls), Vec::<String>::new(), "rch was asked");
     assert_eq!(daemon.requests(), 0, "the socket was touched");
 
-    // Once it is due, the run asks rch (its release, then its socket) and
-    // checks the daemon.
+    // Once it is due, the run asks rch (its version line and its own
+    // release, then its socket) and checks the daemon.
     let forget = sub(&["forget", "--all"]);
     assert_eq!(forget.status.code(), Some(0), "{}", stderr(&forget));
     let mut command = sweep(&world, &["--rch", rch, "--metrics-file", prom]);
@@ -283,17 +283,18 @@ fn nothing_asks_rch_or_touches_the_socket_but_a_real_run_with_something_due() {
     assert_eq!(document["daemon"]["up"], true, "{document}");
     assert_eq!(gauge(Path::new(prom), "rch_sweep_daemon_up"), Some(1.0));
     assert_eq!(
-        lines(&calls).get(..2),
+        lines(&calls).get(..3),
         Some(
             &[
                 "--version".to_owned(),
+                "--capabilities".to_owned(),
                 "--json --format json daemon status".to_owned()
             ][..]
         )
     );
     assert_eq!(
         document["rch"],
-        json!({"path": rch, "version": "rch 2.1.34 (fake, rch-sweep tests)"}),
+        json!({"path": rch, "version": "rch 2.1.34 (fake, rch-sweep tests)", "release": "2.1.34"}),
         "{document}"
     );
     assert!(daemon.requests() >= 2, "checked, then asked by the child");
@@ -809,15 +810,16 @@ fn doctor_reports_the_daemon_as_a_run_would_meet_it() {
     // Named with --socket where it answers: ok, even for an old rch.
     let (code, row) = doctor(&old, &[], &["--socket", utf8(&daemon.socket)]);
     assert_eq!((code, field(&row, "status")), (0, "ok".to_owned()), "{row}");
-    // An ok finding gives the reply's time.
+    // An ok finding gives the reply's time, and rchd's release.
     let finding = field(&row, "finding");
-    assert!(
-        finding.starts_with(&format!(
+    let took = finding
+        .strip_prefix(&format!(
             "rch's daemon answers at {} (named by --socket), in ",
             daemon.socket.display()
-        )) && (finding.ends_with(" ms") || finding.ends_with(" s")),
-        "{finding}"
-    );
+        ))
+        .and_then(|rest| rest.strip_suffix(" (rchd 2.1.34)"))
+        .unwrap_or_default();
+    assert!(took.ends_with(" ms") || took.ends_with(" s"), "{finding}");
 }
 
 /// A fake `rch` whose `daemon status` runs the shell command `answer` (an

@@ -368,12 +368,16 @@ fn a_host_that_cannot_start_rchs_status_query_is_75_and_charges_nothing() {
         return;
     }
     // The main thread's first fork (`clone`; threads use clone3) is the
-    // `--version` query's, the second the status query's; each in turn
-    // fails as at the host's process limit.
+    // `--version` query's, the second `--capabilities`', the third the
+    // status query's; each in turn fails as at the host's process limit.
     for (when, asked) in [
         (
-            2,
+            3,
             "cannot ask rch for its daemon's socket (`{rch} --json --format json daemon status`): cannot run",
+        ),
+        (
+            2,
+            "cannot ask rch for its release (`{rch} --capabilities`): cannot run",
         ),
         (
             1,

@@ -35,6 +35,7 @@ fn logging_rch_with(world: &World, daemon: bool) -> PathBuf {
             version: Some("echo 'rch 2.1.34'"),
             recover: "exit 1",
             daemon,
+            ..FakeRch::default()
         },
     )
 }
@@ -221,13 +222,14 @@ fn a_healthy_setup_passes_every_check_and_changes_nothing() {
         );
         let asked = [
             "--version",
+            "--capabilities",
             "jobs recover --help",
             "--json --format json daemon status",
         ];
         assert_eq!(
             rch_calls(&world),
             [asked, asked].concat(),
-            "the fake saw more than --version, jobs recover --help and daemon status"
+            "the fake saw more than --version, --capabilities, jobs recover --help and daemon status"
         );
         assert_eq!(tree(), before, "existing {existing}");
         // Text: one aligned line per check, status first.

@@ -100,6 +100,10 @@ fn a_run_with_nothing_due_asks_nothing_of_mounts_or_locks() {
     world.add(&Journal::stale("w1", 3_600_000).completed(0));
     let quiet = traced(&world, &rch, &daemon.socket);
     assert_eq!(recovery_checks(&quiet), Vec::<&str>::new(), "{quiet}");
+    // Nor is rch started: not `--version`, not `--capabilities` (issue
+    // 46), not `daemon status`.
+    let rch_started = |trace: &str| trace.contains(&format!("execve(\"{}\"", rch.display()));
+    assert!(!rch_started(&quiet), "{quiet}");
 
     // One due lease, with the recovery lock file an earlier `rch jobs
     // recover` left (rch never removes it): each check is made, and the
@@ -118,6 +122,7 @@ fn a_run_with_nothing_due_asks_nothing_of_mounts_or_locks() {
         ],
         "{busy}"
     );
+    assert!(rch_started(&busy), "{busy}");
     assert_eq!(world.state()["leases"].get(&id), None, "recovered");
     daemon.stop();
 }

@@ -310,7 +310,7 @@ fn rch_waiting_24_hours_for_a_forgotten_build_defers_until_then() {
 }
 
 /// rch 2.1.17–2.1.33 never complete a build their daemon forgot. Which
-/// release runs is read from `rch --version` by the run.
+/// release runs is read from `rch --capabilities` by the run.
 #[test]
 fn rch_2_1_30_without_a_terminal_receipt_is_stuck_not_charged() {
     let world = World::new();
@@ -321,6 +321,7 @@ fn rch_2_1_30_without_a_terminal_receipt_is_stuck_not_charged() {
         "rch",
         &FakeRch {
             version: Some("echo 'rch 2.1.30'"),
+            capabilities: Some(&capabilities_says("2.1.30")),
             recover: "echo 'Error: daemon has no exact terminal receipt for recovered wrapper/build/worker' >&2\nexit 1",
             ..FakeRch::default()
         },

@@ -1,8 +1,9 @@
 //! What every `rch` rch-sweep starts is told (SPEC "What changed since the
 //! fifth wave", "rch's answers are read", item 4): `RCH_NO_UPDATE_CHECK=1`
 //! and `RCH_DISABLE_CONFIG_CACHE=1`, for a run's `daemon status` and `jobs
-//! recover` (and its `--version`, where a run asks it) and for doctor's
-//! `--version`, `jobs recover --help` and `daemon status`.
+//! recover` (and its `--version` and `--capabilities`, where a run asks
+//! them) and for doctor's `--version`, `--capabilities`, `jobs recover
+//! --help` and `daemon status`.
 //!
 //! The fake `rch` writes each call's arguments and the two variables as it
 //! saw them to `$HOME/rch-env.log` (the world's home, given by `isolate`),
@@ -86,6 +87,8 @@ fn every_rch_a_run_starts_gets_no_update_check_and_no_config_cache() {
     assert_told(
         &calls(&world),
         &[
+            "--version",
+            "--capabilities",
             "--json --format json daemon status",
             &format!("jobs recover {id} --timeout-secs"),
         ],
@@ -113,6 +116,7 @@ fn every_rch_doctor_starts_gets_no_update_check_and_no_config_cache() {
         &calls(&world),
         &[
             "--version",
+            "--capabilities",
             "jobs recover --help",
             "--json --format json daemon status",
         ],

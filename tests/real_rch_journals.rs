@@ -6,7 +6,8 @@
 //! made). rch 2.1.34 (issue 33) marks each completion with the daemon's
 //! exit code or `daemon_record_absent`; rch 2.1.16 (issue 40), older than
 //! 2.1.17, hands nothing to its daemon and marks nothing, and a run whose
-//! `rch --version` names it counts the delivery alone.
+//! `rch --capabilities` names it (its stand-in prints what the real one
+//! printed, `stdout-capabilities.txt`) counts the delivery alone.
 //!
 //! - every `before-*` journal (a lease rch left for recovery) is judged a
 //!   candidate, by a dry run and by `explain`, as rch's own `jobs recover`
@@ -259,10 +260,16 @@ fn recovered_as_rch_left_them(release: &Release) {
     }
     let recover = format!("case \"$3\" in\n{cases}*) exit 1 ;;\nesac");
     let version = format!("echo '{}'", release.version_line);
+    // What the real rch printed for --capabilities, kept beside its
+    // journals.
+    let kept = Path::new(release.data).join("stdout-capabilities.txt");
+    assert!(kept.is_file(), "{}", kept.display());
+    let capabilities = format!("cat '{}'", kept.display());
     let rch = world.fake_rch_with(
         "rch",
         &FakeRch {
             version: Some(&version),
+            capabilities: Some(&capabilities),
             recover: &recover,
             ..FakeRch::default()
         },

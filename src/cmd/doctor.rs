@@ -5,18 +5,19 @@
 //! state file, `rch` and metrics file a run with them would use, through
 //! the same [`preflight`] checks a run stops at: what a run refuses, this
 //! reports as `fail`. It adds what only a person needs to see (who holds a
-//! lock, what `rch --version` says, what a timer's `PATH` would find,
-//! whether rch's daemon answers where `rch` looks for it, what the journals
-//! look like, what the host and the environment hold that a timer's run
-//! would not) and changes nothing: no file is written, renamed or created,
-//! no lock taken, no program started but `<rch> --version`, `<rch> jobs
-//! recover --help` and `<rch> --json --format json daemon status`.
+//! lock, what `rch --version` and `rch --capabilities` say, what a timer's
+//! `PATH` would find, whether rch's daemon answers where `rch` looks for it
+//! and which rchd it is, what the journals look like, what the host and the
+//! environment hold that a timer's run would not) and changes nothing: no file is written, renamed or created,
+//! no lock taken, no program started but `<rch> --version`, `<rch>
+//! --capabilities`, `<rch> jobs recover --help` and `<rch> --json --format
+//! json daemon status`.
 //!
 //! `--as ROUTE` answers for the run cron or a unit starts rather than for
 //! this shell: [`super::doctor_as`] reads the route's crontab or unit and
 //! re-executes this very binary with its options in its environment.
 
-use super::Target;
+use super::{Target, doctor_rch};
 use crate::child::{self, Capture, ChildSpec, Ending};
 use crate::cli::{DoctorArgs, RunArgs};
 use crate::config;
@@ -38,7 +39,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// How long `rch --version` may take.
+/// How long `rch --version` (and `--capabilities`) may take.
 const VERSION_DEADLINE: Duration = Duration::from_secs(10);
 
 pub fn run(args: DoctorArgs) -> Result<ExitCode> {
@@ -132,7 +133,8 @@ fn state(target: &Target) -> Finding {
 }
 
 /// `rch` as a run finds it; then what it says of itself (the first line of
-/// `--version`, with a warning for a release with known limits), and
+/// `--version`, and its own release from `--capabilities`: see
+/// [`doctor_rch`]), with a warning for a release with known limits, and
 /// whether a timer's and cron's `PATH` find the same one.
 fn rch(args: &RunArgs) -> Finding {
     let path_var = std::env::var_os("PATH");
@@ -163,6 +165,12 @@ fn rch(args: &RunArgs) -> Finding {
             String::new()
         }
     };
+    // rch's own release, which a run decides by (`--version` prints
+    // rch-common's).
+    let release = doctor_rch::release(
+        &version,
+        &doctor_rch::capabilities(&found, VERSION_DEADLINE),
+    );
     if let Err(why) = recovers(&found) {
         return Finding::fail(
             DoctorCheck::Rch,
@@ -179,12 +187,8 @@ fn rch(args: &RunArgs) -> Finding {
             "install rch 2.1 or later (the one rchd and its wrappers use), or point --rch / RCH_SWEEP_RCH at it",
         );
     }
-    // What the release that runs is known not to do (rch-lease-format.md
-    // §10): a warning naming the upgrade.
-    if let Some(limit) = release::parse(&version).and_then(release::limit) {
-        warnings.push(limit.finding().to_owned());
-        fixes.push(limit.fix());
-    }
+    warnings.extend(release.warnings);
+    fixes.extend(release.fixes);
     // A path with a slash is the same for any PATH.
     let by_path = explicit.is_none_or(|rch| rch.components().count() == 1 && !rch.is_absolute());
     if by_path {
@@ -216,10 +220,10 @@ fn rch(args: &RunArgs) -> Finding {
             ));
         }
     }
-    let found_text = if version.is_empty() {
-        found.display().to_string()
-    } else {
-        format!("{} ({version})", found.display())
+    let found_text = match (version.is_empty(), release.shown.strip_prefix("; ")) {
+        (true, None) => found.display().to_string(),
+        (true, Some(shown)) => format!("{} ({shown})", found.display()),
+        (false, _) => format!("{} ({version}{})", found.display(), release.shown),
     };
     ok_or_warn(DoctorCheck::Rch, found_text, &warnings, &fixes)
 }
@@ -336,22 +340,33 @@ fn daemon_finding(report: &daemon::Report) -> Finding {
     let Some(answer) = report.answer else {
         return Finding::ok(check, report.line());
     };
-    let found = format!("{}, in {}", report.line(), took(answer.took));
+    let rchd = answer
+        .rchd
+        .map(|version| format!(" (rchd {version})"))
+        .unwrap_or_default();
+    let found = format!("{}, in {}{rchd}", report.line(), took(answer.took));
     let mut warnings = Vec::new();
     let mut fixes = Vec::new();
+    // rchd's own release, whatever rch's: 2.1.8–2.1.16 recover leases
+    // themselves, unlocked.
+    if let Some(version) = answer.rchd.filter(|v| release::rchd_recovers_unlocked(*v)) {
+        let (finding, fix) = release::rchd_unlocked_finding(version);
+        warnings.push(finding);
+        fixes.push(fix);
+    }
     if !daemon::is_this_users(answer.listener, account::euid()) {
         warnings.push(format!(
             "{}: every recovery would go to it",
             daemon::foreign_listener(&report.socket, answer.listener)
         ));
-        fixes.push("name the socket of this user's own rch daemon (--socket / RCH_SOCKET_PATH), unless that user's daemon is meant to serve this one");
+        fixes.push("name the socket of this user's own rch daemon (--socket / RCH_SOCKET_PATH), unless that user's daemon is meant to serve this one".to_owned());
     }
     if answer.took > SLOW_REPLY {
         warnings.push(format!(
             "its reply took longer than {} (rch itself gives up connecting after 3 s)",
             took(SLOW_REPLY)
         ));
-        fixes.push("find out why rch's daemon is slow (systemctl --user status rchd, its log, the host's load)");
+        fixes.push("find out why rch's daemon is slow (systemctl --user status rchd, its log, the host's load)".to_owned());
     }
     ok_or_warn(check, found, &warnings, &fixes)
 }

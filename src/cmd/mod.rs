@@ -3,6 +3,7 @@
 pub mod completions;
 pub mod doctor;
 pub mod doctor_as;
+pub mod doctor_rch;
 pub mod explain;
 pub mod forget;
 pub mod run;

@@ -446,7 +446,7 @@ fn recoveries(
                 asked = Some(release);
                 check_daemon(run, &mut settings)
             }
-            Err(check) => check,
+            Err(check) => *check,
         }
     };
     let max = usize::from(run.args.max_recoveries);
@@ -474,28 +474,39 @@ fn recoveries(
     (attempts, daemon, asked)
 }
 
-/// Which rch release runs (`rch --version`, asked once, as `daemon status`
-/// is), and so what its finished recovery leaves ([`release::completion`]);
-/// an `rch` that cannot be started is kept from every recovery as the
-/// daemon check keeps it (75 or 78), a stop signal stops the run.
-fn ask_release(settings: &mut recover::Settings) -> Result<release::Asked, DaemonCheck> {
+/// Which rch release runs (`rch --version` for the summary, then `rch
+/// --capabilities` for rch's own release, each asked once as `daemon
+/// status` is), and so what its finished recovery leaves
+/// ([`release::completion`]); an `rch` that cannot be started is kept from
+/// every recovery as the daemon check keeps it (75 or 78), a stop signal
+/// stops the run. A `--capabilities` that cannot be read leaves the release
+/// to `--version`'s line, and says so on stderr.
+fn ask_release(settings: &mut recover::Settings) -> Result<release::Asked, Box<DaemonCheck>> {
     let stop = || signals::received().is_some();
     let env = recover::child_env(settings);
-    let line = match daemon::ask_version(&settings.rch, &env, &stop) {
-        Ok(line) => line,
-        Err(daemon::Unnamed::HostFault(error)) => {
-            return Err(DaemonCheck::NotStarted(Fault::Host, error));
-        }
-        Err(daemon::Unnamed::Unstartable(error) | daemon::Unnamed::NoAnswer(error)) => {
-            return Err(DaemonCheck::NotStarted(Fault::Config, error));
-        }
-        Err(daemon::Unnamed::Stopped) => return Err(DaemonCheck::Stopped),
+    let not_started = |error| {
+        Box::new(match error {
+            daemon::Unnamed::HostFault(error) => DaemonCheck::NotStarted(Fault::Host, error),
+            daemon::Unnamed::Unstartable(error) | daemon::Unnamed::NoAnswer(error) => {
+                DaemonCheck::NotStarted(Fault::Config, error)
+            }
+            daemon::Unnamed::Stopped => DaemonCheck::Stopped,
+        })
     };
+    let line = daemon::ask_version(&settings.rch, &env, &stop).map_err(not_started)?;
+    let capabilities = daemon::ask_capabilities(&settings.rch, &env, &stop).map_err(not_started)?;
     let asked = release::Asked {
         path: settings.rch.clone(),
         line,
+        capabilities,
     };
-    settings.release = asked.version();
+    if let Err(why) = &asked.capabilities {
+        log::info(format!(
+            "`{} --capabilities` {why}: rch's own release is not known from it, so it is read from `--version`'s line (rch-common's version, which may not be rch's)",
+            settings.rch.display()
+        ));
+    }
+    settings.release = asked.release();
     Ok(asked)
 }
 

@@ -340,12 +340,24 @@ pub struct FakeRch<'a> {
     /// `--version`: its exit status is the last command's; by default it
     /// prints a version line.
     pub version: Option<&'a str>,
+    /// `--capabilities` (wherever it stands, as rch reads it), as shell:
+    /// by default rch 2.1.34's object ([`capabilities_says`]).
+    pub capabilities: Option<&'a str>,
     /// `jobs recover <WRAPPER_ID> --timeout-secs <N>`, with `$leases` set
     /// (`jobs recover --help` prints a usage line and exits 0, as rch 2.1).
     pub recover: &'a str,
     /// Knows `daemon status` and asks the daemon before a recovery, as
     /// rch 2.1.24 does ([`World::daemon_rch`]); without, an older rch.
     pub daemon: bool,
+}
+
+/// Shell that prints what `rch --capabilities` prints for rch `release`
+/// (the head of `build_capabilities_output`, pretty as rch prints it; the
+/// real 2.1.16's and 2.1.34's are in tests/data/real-rch-<release>/).
+pub fn capabilities_says(release: &str) -> String {
+    format!(
+        "printf '%s\\n' '{{' '  \"contract_version\": \"rch.capabilities.v1\",' '  \"schema_version\": \"1.1\",' '  \"version\": \"{release}\",' '  \"runtimes\": []' '}}'"
+    )
 }
 
 /// How a [`FakeDaemon`] answers `GET /health` (`examples/fake-rchd --reply`).
@@ -394,6 +406,17 @@ impl FakeDaemon {
     /// and write there (the socket and its request log).
     pub fn start_as_nobody(socket: &Path, reply: Reply) -> FakeDaemon {
         FakeDaemon::launch(socket, reply, as_nobody(&mut Command::new("python3")), &[])
+    }
+
+    /// A healthy daemon whose health reply names rchd `release` (its
+    /// `version`; `examples/fake-rchd --version`).
+    pub fn of_release(socket: &Path, release: &str) -> FakeDaemon {
+        FakeDaemon::launch(
+            socket,
+            Reply::Healthy,
+            &mut Command::new("python3"),
+            &["--version", release],
+        )
     }
 
     /// A healthy daemon whose build history holds nothing (`--history
@@ -619,6 +642,8 @@ impl World {
         let version = spec
             .version
             .unwrap_or("echo 'rch 2.1.34 (fake, rch-sweep tests)'");
+        let default_capabilities = capabilities_says("2.1.34");
+        let capabilities = spec.capabilities.unwrap_or(&default_capabilities);
         let daemon_status = if spec.daemon {
             format!("exec python3 '{FAKE_RCH}' \"$@\"")
         } else {
@@ -637,6 +662,7 @@ impl World {
             name,
             &format!(
                 "{first}\n\
+                 case \" $* \" in *' --capabilities '*)\n{capabilities}\nexit ;; esac\n\
                  if [ \"$*\" = --version ]; then\n{version}\nexit\nfi\n\
                  if [ \"$*\" = '--json --format json daemon status' ]; then\n{daemon_status}\nfi\n\
                  if [ \"$*\" = 'jobs recover --help' ]; then\n\
