@@ -259,6 +259,7 @@ fn attempt(settings: &Settings, candidate: &Candidate, stop: &dyn Fn() -> bool) 
         program: &settings.rch,
         args: &args,
         env: &env,
+        remove: rch_env::REMOVED,
     };
     let deadline = settings.recover_timeout + settings.kill_grace;
     let report = match child::run(&spec, deadline, stop) {

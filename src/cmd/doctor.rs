@@ -395,6 +395,7 @@ fn version(rch: &Path) -> VersionAnswer {
         program: rch,
         args: &args,
         env: &rch_env::for_rch(Vec::new()),
+        remove: rch_env::REMOVED,
     };
     let report =
         match child::run_capturing(&spec, Capture::StdoutAndStderr, VERSION_DEADLINE, &|| false) {
@@ -439,6 +440,7 @@ fn recovers(rch: &Path) -> Result<(), String> {
         program: rch,
         args: &args,
         env: &rch_env::for_rch(Vec::new()),
+        remove: rch_env::REMOVED,
     };
     let report = child::run_capturing(&spec, Capture::StdoutAndStderr, VERSION_DEADLINE, &|| false)
         .map_err(|error| format!("could not be started: {}", error.source))?;
