@@ -260,13 +260,12 @@ fn explain(
 }
 
 /// What a run would say of lease `id`'s recovery lock in `dir` (at
-/// `lease_dir`): its error when rch would refuse it, else None.
+/// `lease_dir`): its error, with the fix, when rch would refuse it (not a
+/// regular file, another user's, more than one link, open to group or
+/// others), else None.
 fn open_lock(dir: &LeaseDir, lease_dir: &Path, id: &str) -> Option<String> {
     use std::os::fd::AsFd;
-    let mode = recovery_lock::mode_at(dir.as_fd(), id)?;
-    recovery_lock::open_to_others(mode).then(|| {
-        recovery_lock::open_lock_error(&lease_dir.join(format!("{id}.recovery.lock")), Some(mode))
-    })
+    recovery_lock::refusal_at(dir.as_fd(), lease_dir, id).map(|refusal| refusal.error())
 }
 
 #[derive(Serialize)]
