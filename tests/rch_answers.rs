@@ -334,67 +334,8 @@ fn rch_2_1_30_without_a_terminal_receipt_is_stuck_not_charged() {
 
 // ------------------------------------------------ 3. before the start
 
-#[test]
-fn an_unsafe_recovery_lock_defers_its_lease_before_the_start_and_others_go_on() {
-    let world = World::new();
-    let first = Journal::stale("w1", 3 * HOUR_MS);
-    world.add(&first);
-    let second = world.will_complete(Journal::stale("w2", 2 * HOUR_MS));
-    let (entry, _) = write_due_entry(&world, &first.id, Some(EARLIER_SUCCESS_MS));
-    let lock = world.write(&format!("{}.recovery.lock", first.id), "");
-    fs::set_permissions(&lock, fs::Permissions::from_mode(0o644)).expect("chmod");
-    let rch = noting_rch(
-        &world,
-        &format!(
-            "cp '{}/'\"$3.json\" \"$leases/$3.json\"",
-            world.path("done").display()
-        ),
-    );
-    let (code, document) = world.json(&["--rch", utf8(&rch)]);
-    // The fix is the operator's: the run says so (74).
-    assert_eq!(code, 74, "{document}");
-    let row = lease(&document, &first.id);
-    assert_eq!(row["outcome"], "deferred", "{document}");
-    let fix = format!("chmod 600 {}", lock.display());
-    assert!(
-        row["error"].as_str().is_some_and(|e| e.ends_with(&fix)),
-        "{row}"
-    );
-    assert_eq!(lease(&document, &second)["outcome"], "recovered");
-    assert_eq!(
-        started(&world),
-        vec![second.clone()],
-        "rch never saw the unsafe lock"
-    );
-    assert_entry_unchanged(&world, &first.id, &entry);
-
-    // explain and doctor see it too.
-    let output = world
-        .command(&["explain", "--json", &first.id])
-        .output()
-        .expect("explain");
-    let explained: Value = serde_json::from_str(&stdout(&output)).expect("json");
-    let journal = &explained["journals"][0];
-    assert!(
-        journal["recovery_lock"]
-            .as_str()
-            .is_some_and(|e| e.ends_with(&fix)),
-        "{explained}"
-    );
-    let output = world
-        .command(&["doctor", "--json", "--rch", utf8(&rch)])
-        .output()
-        .expect("doctor");
-    let doctor: Value = serde_json::from_str(&stdout(&output)).expect("json");
-    let row = common::doctor_rows::row(&doctor, "journals");
-    assert_eq!(row["status"], "warn", "{row}");
-    assert!(
-        row["fix"]
-            .as_str()
-            .is_some_and(|fix| fix.contains("chmod 600")),
-        "{row}"
-    );
-}
+// A recovery lock rch refuses, looked at before the start (with explain
+// and doctor): tests/rch_catalogue.rs, each of the four conditions.
 
 /// shared/repro/wave6/r4_full_fs_charged.sh: a lease directory whose file
 /// system has room for the state but not for rch's rewrite of a 1.2 MB

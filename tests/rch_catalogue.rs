@@ -112,6 +112,15 @@ impl Ran {
         assert_eq!(self.started(), std::slice::from_ref(&self.first), "{what}");
     }
 
+    /// The run exited `code`, the first lease deferred and not charged, no
+    /// further start, and the run's error holding `words`.
+    fn held_and_stopped(&self, code: i32, what: &str, words: &str) {
+        assert_eq!(self.code, code, "{what}: {}", self.document);
+        self.first_not_charged(what);
+        self.stopped(what);
+        assert!(run_error(self).contains(words), "{what}: {}", self.document);
+    }
+
     /// The first lease was charged one more failure.
     fn first_charged(&self, what: &str) {
         let row = self.row(&self.first);
@@ -163,6 +172,19 @@ fn first_answers(version: &str, stderr: &str) -> Ran {
     first_answers_after(version, ":", stderr)
 }
 
+/// A run with `rch` whose deadline (1 s and 1 s of grace) ends a child
+/// that sleeps.
+fn at_a_short_deadline(world: &World, rch: &Path) -> (i32, Value) {
+    world.json(&[
+        "--rch",
+        utf8(rch),
+        "--recover-timeout",
+        "1",
+        "--kill-grace",
+        "1",
+    ])
+}
+
 /// The run's `error` (74, 75, 78).
 fn run_error(ran: &Ran) -> &str {
     ran.document["error"].as_str().unwrap_or("")
@@ -196,19 +218,12 @@ fn rchs_configuration_is_78_charges_nothing_and_names_the_file() {
         ),
     ] {
         let ran = first_answers(version, &stderr);
-        assert_eq!(ran.code, 78, "{stderr}: {}", ran.document);
-        ran.first_not_charged(&stderr);
-        ran.stopped(&stderr);
+        ran.held_and_stopped(78, &stderr, "Fix the file rch names");
         let error = ran.first_error();
         assert!(
             error.contains(&format!("configuration file {file}"))
                 && error.contains("(rch: Error: Failed to"),
             "{error}"
-        );
-        assert!(
-            run_error(&ran).contains("Fix the file rch names"),
-            "{}",
-            ran.document
         );
     }
 }
@@ -253,15 +268,8 @@ fn rchs_daemon_answers_are_75_as_a_daemon_that_is_down() {
         ),
     ] {
         let ran = first_answers(version, &format!("Error: {answer}\n"));
-        assert_eq!(ran.code, 75, "{answer}: {}", ran.document);
-        ran.first_not_charged(answer);
-        ran.stopped(answer);
+        ran.held_and_stopped(75, answer, "no lease was charged");
         assert!(ran.first_error().contains(answer), "{}", ran.first_error());
-        assert!(
-            run_error(&ran).contains("no lease was charged"),
-            "{}",
-            ran.document
-        );
     }
 }
 
@@ -359,14 +367,7 @@ fn a_child_ended_while_another_wrapper_held_its_output_folder_is_deferred() {
             "exec sleep 30"
         };
         let rch = world.fake_rch("rch", wait);
-        let (code, document) = world.json(&[
-            "--rch",
-            utf8(&rch),
-            "--recover-timeout",
-            "1",
-            "--kill-grace",
-            "1",
-        ]);
+        let (code, document) = at_a_short_deadline(&world, &rch);
         release(holder);
         assert_eq!(code, 0, "{document}");
         let row = &document["leases"][0];
@@ -387,14 +388,7 @@ fn a_child_ended_while_another_wrapper_held_its_output_folder_is_deferred() {
         fs::create_dir(world.leases().join("output-locks")).expect("mkdir");
         fs::write(world.leases().join("output-locks/free"), "").expect("write");
         let rch = world.fake_rch("rch", "exec sleep 30");
-        let (code, document) = world.json(&[
-            "--rch",
-            utf8(&rch),
-            "--recover-timeout",
-            "1",
-            "--kill-grace",
-            "1",
-        ]);
+        let (code, document) = at_a_short_deadline(&world, &rch);
         assert_eq!(code, 1, "{document}");
         assert_eq!(document["leases"][0]["outcome"], "failed", "{document}");
     }
@@ -424,9 +418,7 @@ fn a_file_system_without_usable_locks_is_74_once_naming_it() {
         ),
     ] {
         let ran = first_answers(version, &format!("Error: {answer}\n"));
-        assert_eq!(ran.code, 74, "{answer}: {}", ran.document);
-        ran.first_not_charged(&answer);
-        ran.stopped(&answer);
+        ran.held_and_stopped(74, &answer, "no usable lock");
         let error = ran.first_error();
         assert!(
             error.contains("lies on ") && error.contains("which gives rch no usable lock"),
@@ -643,25 +635,31 @@ fn rchs_unsafe_lock_answer_is_read_and_releases_before_the_lock_ignore_it() {
 
 // ------------------------------------------- read-only, permission denied
 
+/// Each of `answers` (an OS error of rch's that a look at the lease
+/// directory does not confirm) is the first lease's failure, charged, its
+/// error saying where to look instead (`words`), and the run goes on.
+fn charged_elsewhere(answers: &[&str], words: &str) {
+    for answer in answers {
+        let ran = first_answers("2.1.34", &format!("Error: {answer}\n"));
+        assert_eq!(ran.code, 1, "{answer}: {}", ran.document);
+        ran.first_charged(answer);
+        ran.went_on(answer);
+        assert!(ran.first_error().contains(words), "{}", ran.first_error());
+    }
+}
+
 /// `Permission denied` and `Read-only file system` that are not the lease
 /// directory's (a look finds it, the journal and its lock writable): the
 /// lease's failure, and the run goes on.
 #[test]
 fn a_refusal_elsewhere_is_the_leases_failure_and_the_run_goes_on() {
-    for answer in [
-        "failed to publish into /data/projects/myproj/target: Permission denied (os error 13)",
-        "Read-only file system (os error 30)",
-    ] {
-        let ran = first_answers("2.1.34", &format!("Error: {answer}\n"));
-        assert_eq!(ran.code, 1, "{answer}: {}", ran.document);
-        ran.first_charged(answer);
-        ran.went_on(answer);
-        assert!(
-            ran.first_error().contains("the refusal is elsewhere"),
-            "{}",
-            ran.first_error()
-        );
-    }
+    charged_elsewhere(
+        &[
+            "failed to publish into /data/projects/myproj/target: Permission denied (os error 13)",
+            "Read-only file system (os error 30)",
+        ],
+        "the refusal is elsewhere",
+    );
 }
 
 /// The lease directory made read-only while rch ran: 74, as the check
@@ -695,40 +693,17 @@ fn a_lease_directory_gone_read_only_under_rch_is_74() {
          echo \"$code\" > \"$1/code\"",
         rch.display()
     );
-    let output = private_mount_namespace(&script)
-        .arg(world.dir.path())
-        .output()
-        .expect("unshare");
-    assert!(output.status.success(), "{}", stderr(&output));
-    let err = fs::read_to_string(world.path("err")).unwrap_or_default();
-    assert_eq!(
-        fs::read_to_string(world.path("code")).expect("code").trim(),
-        "74",
-        "{err}"
-    );
-    let document: Value =
-        serde_json::from_str(&fs::read_to_string(world.path("out.json")).expect("out"))
-            .expect("json");
-    assert_eq!(
-        outcomes(&document),
-        [
-            (first.id.clone(), "deferred".to_owned()),
-            (second, "deferred".to_owned())
+    let document = in_namespace(&world, &script, 74);
+    stopped_after_the_first(
+        &document,
+        [&first.id, &second],
+        &started,
+        &[
+            "is read-only (mounted ro)",
+            "(rch: Error: Read-only file system",
         ],
-        "{document}"
-    );
-    assert!(
-        document["error"]
-            .as_str()
-            .is_some_and(|e| e.contains("is read-only (mounted ro)")
-                && e.contains("(rch: Error: Read-only file system")),
-        "{document}"
     );
     assert_eq!(world.state()["leases"][&first.id], entry);
-    assert_eq!(
-        fs::read_to_string(&started).expect("started"),
-        format!("{}\n", first.id)
-    );
 }
 
 // ------------------------------------------------------ no space, quota
@@ -740,20 +715,13 @@ fn a_lease_directory_gone_read_only_under_rch_is_74() {
 /// `fstatvfs`): 75, nothing charged, no further start.
 #[test]
 fn no_space_is_the_lease_directorys_only_when_it_is_short_now() {
-    for answer in [
-        "failed to publish recovered outputs into /data/projects/myproj/target: No space left on device (os error 28)",
-        "failed to stage outputs: Disk quota exceeded (os error 122)",
-    ] {
-        let ran = first_answers("2.1.34", &format!("Error: {answer}\n"));
-        assert_eq!(ran.code, 1, "{answer}: {}", ran.document);
-        ran.first_charged(answer);
-        ran.went_on(answer);
-        assert!(
-            ran.first_error().contains("the shortage is elsewhere"),
-            "{}",
-            ran.first_error()
-        );
-    }
+    charged_elsewhere(
+        &[
+            "failed to publish recovered outputs into /data/projects/myproj/target: No space left on device (os error 28)",
+            "failed to stage outputs: Disk quota exceeded (os error 122)",
+        ],
+        "the shortage is elsewhere",
+    );
     if !root_or_skip("no_space_is_the_lease_directorys_only_when_it_is_short_now") {
         return;
     }
@@ -790,7 +758,21 @@ echo "$code" > "$W/code"
 umount "$W/fs""#,
         rch = rch.display()
     );
-    let output = private_mount_namespace(&script)
+    let document = in_namespace(&world, &script, 75);
+    stopped_after_the_first(
+        &document,
+        [&first.id, &second.id],
+        &started,
+        &["has no room for rch's rewrite"],
+    );
+}
+
+/// Runs `script` in a private mount namespace (`$1` the world's folder),
+/// where it runs the binary with `--json` into `$1/out.json`, its stderr
+/// into `$1/err` and its exit code into `$1/code`, which must be `code`.
+/// The document.
+fn in_namespace(world: &World, script: &str, code: i32) -> Value {
+    let output = private_mount_namespace(script)
         .arg(world.dir.path())
         .output()
         .expect("unshare");
@@ -798,29 +780,31 @@ umount "$W/fs""#,
     let err = fs::read_to_string(world.path("err")).unwrap_or_default();
     assert_eq!(
         fs::read_to_string(world.path("code")).expect("code").trim(),
-        "75",
+        code.to_string(),
         "{err}"
     );
-    let document: Value =
-        serde_json::from_str(&fs::read_to_string(world.path("out.json")).expect("out"))
-            .expect("json");
+    serde_json::from_str(&fs::read_to_string(world.path("out.json")).expect("out")).expect("json")
+}
+
+/// Both leases deferred, only the first started (noted in `started`), and
+/// the run's error holding each of `words`.
+fn stopped_after_the_first(document: &Value, ids: [&String; 2], started: &Path, words: &[&str]) {
     assert_eq!(
-        outcomes(&document),
+        outcomes(document),
         [
-            (first.id.clone(), "deferred".to_owned()),
-            (second.id.clone(), "deferred".to_owned())
+            (ids[0].clone(), "deferred".to_owned()),
+            (ids[1].clone(), "deferred".to_owned())
         ],
         "{document}"
     );
+    let error = document["error"].as_str().unwrap_or("");
     assert!(
-        document["error"]
-            .as_str()
-            .is_some_and(|e| e.contains("has no room for rch's rewrite")),
+        words.iter().all(|words| error.contains(words)),
         "{document}"
     );
     assert_eq!(
-        fs::read_to_string(&started).expect("started"),
-        format!("{}\n", first.id)
+        fs::read_to_string(started).expect("started"),
+        format!("{}\n", ids[0])
     );
 }
 
@@ -904,14 +888,7 @@ fn a_child_ended_at_the_deadline_or_by_a_signal_after_completing_is_recovered() 
                 world.path("done").display()
             ),
         );
-        let (code, document) = world.json(&[
-            "--rch",
-            utf8(&rch),
-            "--recover-timeout",
-            "1",
-            "--kill-grace",
-            "1",
-        ]);
+        let (code, document) = at_a_short_deadline(&world, &rch);
         assert_eq!(code, 0, "{what}: {document}");
         let row = &document["leases"][0];
         assert_eq!(row["outcome"], "recovered", "{what}: {document}");
