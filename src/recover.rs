@@ -1,10 +1,12 @@
 //! One recovery: read the journal again, refuse if its admission changed,
-//! defer what rch would refuse at once (a recovery lock open to others, no room
-//! for its rewrite of the journal), run `rch jobs recover`, and count
+//! defer what rch would refuse at once (a recovery lock rch will not use, no
+//! room for its rewrite of the journal), run `rch jobs recover`, and count
 //! success only when the journal read back shows the delivery and the
-//! daemon's receipt. A child that exits non-zero has not yet failed its
-//! lease: the journal read back, another's lock, the daemon and rch's own
-//! words ([`crate::rch_says`]) are asked first.
+//! daemon's receipt. A child that did not succeed (a non-zero exit, a
+//! signal, the deadline) has not yet failed its lease: the journal read
+//! back, another wrapper's lock, the daemon and rch's own answer
+//! ([`crate::rch_says`], with a look at the lease directory where the answer
+//! depends on it: [`crate::answer`]) are asked first.
 
 use crate::answer;
 use crate::child::{self, ChildSpec, Ending};

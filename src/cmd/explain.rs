@@ -38,8 +38,9 @@ struct Explained {
     /// The judgement, or why the argument names no journal.
     judged: Result<Judgement, String>,
     backoff: Option<Entry>,
-    /// Set when its `.recovery.lock` is open to group or others, which rch
-    /// refuses: the error a run would give, with the fix.
+    /// Set when its `.recovery.lock` is one rch refuses (not a regular
+    /// file, another user's, more than one link, open to group or others):
+    /// the error a run would give, with the fix.
     open_lock: Option<String>,
 }
 
