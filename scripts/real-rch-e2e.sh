@@ -384,6 +384,7 @@ n=\$(date +%s%N)-\$\$
   printf 'cwd: %s\n' "\$PWD"
   printf 'RCH_NO_UPDATE_CHECK=%s\n' "\${RCH_NO_UPDATE_CHECK-unset}"
   printf 'RCH_DISABLE_CONFIG_CACHE=%s\n' "\${RCH_DISABLE_CONFIG_CACHE-unset}"
+  printf 'RCH_JSON=%s\n' "\${RCH_JSON-unset}"
 } >"$CALLS/\$n.meta"
 "$S/bin/rch" "\$@" 2>"$CALLS/\$n.err"
 rc=\$?
@@ -735,6 +736,34 @@ ok=1
   && [ "$(charged)" = 0 ] && ok=0
 [ $ok = 0 ] || detail "cron 78: exit $rc; $err"
 verdict "daemon elsewhere: cron's rch names ~/.cache/rch/rch.sock, rchd answers at $SOCK: 78 naming RCH_SOCKET_PATH, nothing charged" $ok "exit $rc"
+
+# rch's own configuration broken for the build user (a TOML error in ~/.config/rch/config.toml):
+# every `rch jobs recover` fails reading it, before it touches a journal. 78, no lease charged,
+# no journal touched, the error naming the file and quoting rch's `Error:` line. Then the same
+# with RCH_JSON=1 in the sweep's environment (with it, every rch 2.1 prints its error as JSON on
+# stdout and nothing on stderr): every rch rch-sweep starts runs without it, so rch's answer is
+# still read.
+RCH_CONFIG=$BH/.config/rch/config.toml
+cp -p "$RCH_CONFIG" "$S/config.toml.good"
+printf '[general\nsocket_path = "%s"\n' "$SOCK" >"$RCH_CONFIG"
+chown "$B:$B" "$RCH_CONFIG"
+for extra in "" "RCH_JSON=1"; do
+  name=config${extra:+-json}
+  before=$(journals_sum)
+  mark=$(call_mark)
+  E2E_EXTRA_ENV="$extra" as_b "$SWEEP" --json --stale-after 5 >"$S/$name.json" 2>"$S/$name.err"; rc=$?
+  err=$(jq -r '.error // ""' "$S/$name.json" 2>/dev/null)
+  said=$(calls_since "$mark" "jobs recover " | tail -1)
+  ok=1
+  [ $rc = 78 ] && [ "$(journals_sum)" = "$before" ] && [ "$(charged)" = 0 ] \
+    && grep -qF "configuration file $RCH_CONFIG" <<<"$err" && grep -qF "(rch: Error: Failed to parse \"$RCH_CONFIG\"" <<<"$err" \
+    && [ -n "$said" ] && grep -q "^Error: Failed to parse" "${said%.meta}.err" && grep -qx 'RCH_JSON=unset' "$said" && ok=0
+  [ $ok = 0 ] || detail "$name: exit $rc; $err; $(jq -c '[.leases[]? | {outcome, error}]' "$S/$name.json" 2>/dev/null | head -c 600); rch said: ${said:+$(one_line "${said%.meta}.err"); $(grep '^RCH_JSON' "$said")}"
+  keep_stderr "$said" "$name"
+  verdict "config: a broken ~/.config/rch/config.toml${extra:+, with $extra in the environment of the sweep}: 78, nothing charged, the error names the file and quotes rch" $ok \
+    "exit $rc${said:+; rch: $(grep -m1 '^Error:' "${said%.meta}.err" | cut -c1-160)}"
+done
+cp -p "$S/config.toml.good" "$RCH_CONFIG"
 
 # rch's config cache, flipped by an rch run from a project folder, changes nothing that
 # doctor --as cron or a cron-like run sees: every rch rch-sweep starts has the cache off

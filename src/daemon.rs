@@ -429,6 +429,7 @@ fn run_rch(
         program: rch,
         args: &args,
         env,
+        remove: crate::rch_env::REMOVED,
     };
     let shown = || {
         let words: Vec<String> = args.iter().map(|a| a.to_string_lossy().into()).collect();

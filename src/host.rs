@@ -28,6 +28,9 @@ pub struct Space {
     pub folder: PathBuf,
     /// Bytes this user may still write (`f_bavail * f_frsize`).
     pub free_bytes: u64,
+    /// Blocks in all; 0 for a file system that keeps no block count (a
+    /// tmpfs without a size limit), which has no byte limit.
+    pub blocks: u64,
     /// Inodes in all; 0 for a file system that counts none (btrfs, an
     /// unlimited tmpfs), which is never short of them.
     pub inodes: u64,
@@ -87,6 +90,7 @@ fn statvfs(folder: &Path) -> io::Result<Space> {
     Ok(Space {
         folder: folder.to_path_buf(),
         free_bytes: u64::from(stat.f_bavail).saturating_mul(u64::from(stat.f_frsize)),
+        blocks: u64::from(stat.f_blocks),
         inodes: u64::from(stat.f_files),
         free_inodes: u64::from(stat.f_favail),
     })
@@ -95,8 +99,8 @@ fn statvfs(folder: &Path) -> io::Result<Space> {
 /// What in `facts` a run would suffer from: a PID namespace other than the
 /// initial one; less than [`MIN_FREE_BYTES`] free where the state is
 /// saved; and, fatal, not one byte or not one inode free there (a run
-/// could not even take its lock: 74; a file system that counts no inodes
-/// is not short of them). What could not be looked at is no concern (the
+/// could not even take its lock: 74; a file system that keeps no block
+/// count is not short of bytes, nor one that counts no inodes of them). What could not be looked at is no concern (the
 /// finding of an `ok` says so).
 pub fn concerns(facts: &Facts) -> Vec<Concern> {
     let mut concerns = Vec::new();
@@ -127,9 +131,10 @@ pub fn concerns(facts: &Facts) -> Vec<Concern> {
         });
     }
     if let Ok(space) = &facts.space {
-        let short_of_bytes = space.free_bytes < MIN_FREE_BYTES;
+        let counts_bytes = space.blocks > 0;
+        let short_of_bytes = counts_bytes && space.free_bytes < MIN_FREE_BYTES;
         let short_of_inodes = space.inodes > 0 && space.free_inodes == 0;
-        let fatal = space.free_bytes == 0 || short_of_inodes;
+        let fatal = (counts_bytes && space.free_bytes == 0) || short_of_inodes;
         if short_of_bytes || short_of_inodes {
             let mut what = Vec::new();
             if short_of_bytes {
@@ -171,6 +176,18 @@ pub fn summary(facts: &Facts) -> String {
         Err(_) => namespace,
     };
     let space = match &facts.space {
+        Ok(space) if space.blocks == 0 => format!(
+            "no byte limit for the state ({}; the file system keeps no block count{})",
+            space.folder.display(),
+            if space.inodes == 0 {
+                " and counts no inodes".to_owned()
+            } else {
+                format!(
+                    "; {} inodes free",
+                    crate::human::thousands(space.free_inodes)
+                )
+            }
+        ),
         Ok(space) if space.inodes == 0 => format!(
             "{} MiB free for the state ({}; the file system counts no inodes)",
             space.free_bytes / (1024 * 1024),
@@ -195,6 +212,7 @@ mod tests {
         Ok(Space {
             folder: PathBuf::from("/home/alice/.local/state/rch/rch-sweep"),
             free_bytes,
+            blocks: 1_000_000,
             inodes,
             free_inodes,
         })
@@ -285,6 +303,27 @@ mod tests {
         // A file system that counts no inodes (btrfs) is not short of them.
         assert!(at(MIN_FREE_BYTES, 0, 0).is_empty());
         assert!(at(1, 0, 0).iter().all(|concern| !concern.fatal));
+    }
+
+    #[test]
+    fn a_file_system_without_a_block_count_has_no_byte_limit() {
+        // A tmpfs mounted with size=0 (Docker's --tmpfs): f_blocks and
+        // f_bavail are 0, and it holds whatever memory allows.
+        let unlimited = |inodes, free_inodes| Facts {
+            pid_ns: Ok(INITIAL_PID_NS),
+            nspid: Ok(()),
+            space: Ok(Space {
+                folder: PathBuf::from("/run/rch/rch-sweep"),
+                free_bytes: 0,
+                blocks: 0,
+                inodes,
+                free_inodes,
+            }),
+        };
+        assert!(concerns(&unlimited(0, 0)).is_empty());
+        assert!(summary(&unlimited(0, 0)).contains("no byte limit"));
+        // Its inodes are still counted when it counts them.
+        assert!(concerns(&unlimited(10, 0))[0].fatal);
     }
 
     #[test]

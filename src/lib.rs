@@ -19,6 +19,7 @@
 #![deny(unsafe_code)]
 
 pub mod account;
+pub mod answer;
 pub mod child;
 pub mod cli;
 pub mod cmd;

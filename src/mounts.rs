@@ -31,6 +31,9 @@ pub struct Mount {
     pub minor: u32,
     /// Where it is mounted, unescaped.
     pub point: PathBuf,
+    /// The file system's type (`ext4`, `nfs4`, `tmpfs`), as the kernel
+    /// names it: what a message about its locks names.
+    pub fs_type: String,
 }
 
 /// The mounts of a `/proc/self/mountinfo` text, in its order (a mount
@@ -55,6 +58,7 @@ fn parse_line(line: &str) -> Option<Mount> {
         major: major.parse().ok()?,
         minor: minor.parse().ok()?,
         point: PathBuf::from(unescape(fields[4])),
+        fs_type: fields[separator + 1].to_owned(),
     })
 }
 
@@ -93,15 +97,20 @@ fn unescape(field: &str) -> OsString {
 /// the kernel gave one and it is listed, else by the longest mount point
 /// containing `path` (the one on top, of several at one point).
 pub fn device_of(mounts: &[Mount], mount_id: Option<u64>, path: &Path) -> Option<(u32, u32)> {
+    mount_of(mounts, mount_id, path).map(|mount| (mount.major, mount.minor))
+}
+
+/// The mount of the file at the absolute, resolved `path`, found as
+/// [`device_of`] finds it.
+fn mount_of<'a>(mounts: &'a [Mount], mount_id: Option<u64>, path: &Path) -> Option<&'a Mount> {
     let by_id = mount_id.and_then(|id| mounts.iter().find(|mount| mount.id == id));
-    let mount = by_id.or_else(|| {
+    by_id.or_else(|| {
         mounts
             .iter()
             .filter(|mount| path.starts_with(&mount.point))
             // max_by_key keeps the last of equals: the mount on top.
             .max_by_key(|mount| mount.point.components().count())
-    })?;
-    Some((mount.major, mount.minor))
+    })
 }
 
 /// A file as `/proc/locks` names it.
@@ -160,6 +169,12 @@ static MOUNTS: Mutex<Option<Vec<Mount>>> = Mutex::new(None);
 /// from the kept mount table; read (again) when it was not yet, or does
 /// not list `mount_id`. `None` when `/proc/self/mountinfo` cannot be read.
 fn mount_device(mount_id: Option<u64>, path: &Path) -> Option<(u32, u32)> {
+    with_mount(mount_id, path, |mount| (mount.major, mount.minor))
+}
+
+/// `what` of the mount `mount_id` (else the one containing `path`), from
+/// the kept mount table, read as [`mount_device`] says.
+fn with_mount<T>(mount_id: Option<u64>, path: &Path, what: impl Fn(&Mount) -> T) -> Option<T> {
     let mut kept = MOUNTS
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
@@ -172,7 +187,18 @@ fn mount_device(mount_id: Option<u64>, path: &Path) -> Option<(u32, u32)> {
         let text = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
         *kept = Some(parse(&text));
     }
-    device_of(kept.as_deref()?, mount_id, path)
+    mount_of(kept.as_deref()?, mount_id, path).map(what)
+}
+
+/// The file system the folder at `path` lies on: its type and where it is
+/// mounted (`("nfs4", "/srv/shared")`). What a message about the folder's
+/// file system names; None when it cannot be told.
+pub fn file_system_of(path: &Path) -> Option<(String, PathBuf)> {
+    let stat = statx(path, true).ok()?;
+    let resolved = crate::fsio::resolve(path, true).ok()?;
+    with_mount(stat.mount_id, &resolved, |mount| {
+        (mount.fs_type.clone(), mount.point.clone())
+    })
 }
 
 /// How `/proc/locks` names the file at `path` (a final link followed only
@@ -224,6 +250,7 @@ not a mount line
                 major: 0,
                 minor: 40,
                 point: PathBuf::from("/srv/btrfs"),
+                fs_type: "btrfs".to_owned(),
             }
         );
         assert_eq!(mounts[4].point, Path::new("/mnt/with space"));
@@ -270,5 +297,9 @@ not a mount line
         assert_eq!(id.ino, std::fs::metadata(&file).expect("meta").ino());
         let missing = lock_id(&dir.path().join("none"), true).expect_err("missing");
         assert_eq!(missing.kind(), io::ErrorKind::NotFound);
+        let (fs_type, point) = file_system_of(dir.path()).expect("its file system");
+        let resolved = std::fs::canonicalize(dir.path()).expect("resolve");
+        assert!(!fs_type.is_empty() && resolved.starts_with(&point));
+        assert_eq!(file_system_of(&dir.path().join("none")), None);
     }
 }

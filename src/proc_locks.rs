@@ -23,6 +23,28 @@ pub fn holders(path: &Path, follow: bool) -> io::Result<Vec<u32>> {
     Ok(holders_in(&locks, id))
 }
 
+/// Who holds a `flock` on any of the files at `paths` (final links not
+/// followed), `/proc/locks` read once: each holder with the file it holds.
+/// Files that cannot be looked at are passed over.
+pub fn holders_of_any(paths: &[std::path::PathBuf]) -> io::Result<Vec<(std::path::PathBuf, u32)>> {
+    let ids: Vec<(&std::path::PathBuf, LockId)> = paths
+        .iter()
+        .filter_map(|path| Some((path, mounts::lock_id(path, false).ok()?)))
+        .collect();
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let locks = std::fs::read_to_string("/proc/locks")?;
+    Ok(ids
+        .into_iter()
+        .flat_map(|(path, id)| {
+            holders_in(&locks, id)
+                .into_iter()
+                .map(move |pid| (path.clone(), pid))
+        })
+        .collect())
+}
+
 /// The PIDs of the `FLOCK` lines of `/proc/locks` text that name the file
 /// `id` (as the kernel prints it: `major:minor:inode`, the device numbers
 /// in hex). Blocked waiters (`->` lines) hold nothing.

@@ -1,9 +1,16 @@
 //! What every `rch` rch-sweep starts is told on top of rch-sweep's own
-//! environment: `--version`, `daemon status`, `jobs recover`, and doctor's
-//! asks alike. [`for_rch`] is the one place such an environment is made,
-//! so an `rch` started anywhere gets the same two settings (SPEC "What
-//! changed since the fifth wave", "What rch is run with").
+//! environment, and what is taken out of it: `--version`, `daemon status`,
+//! `jobs recover`, and doctor's asks alike. [`for_rch`] and [`REMOVED`]
+//! are the one place such an environment is made, so an `rch` started
+//! anywhere gets the same settings (SPEC "What changed since the fifth
+//! wave", "What rch is run with", and since the sixth, "rch's answer is
+//! its `Error:` line").
 //!
+//! - With `RCH_JSON` (not empty, not `0`), `RCH_OUTPUT_FORMAT` or
+//!   `TOON_DEFAULT_FORMAT` set, every rch 2.1.x prints an error as a JSON
+//!   envelope on stdout and nothing on stderr (main.rs,
+//!   `top_level_machine_output_requested`): the `Error:` line a lease is
+//!   judged by would be gone, and every answer charged. They are removed.
 //! - rch 2.1.34 otherwise runs an update check on every invocation whose
 //!   cache is stale: colour-coded warnings in front of the error a lease
 //!   is judged by, and the network tried from a timer.
@@ -22,6 +29,10 @@ pub const NO_UPDATE_CHECK: &str = "RCH_NO_UPDATE_CHECK";
 
 /// Set to `1`: rch neither reads nor writes its config cache.
 pub const DISABLE_CONFIG_CACHE: &str = "RCH_DISABLE_CONFIG_CACHE";
+
+/// Taken out of every `rch`'s environment: each turns rch's errors into
+/// JSON on stdout. (`daemon status` asks for JSON with its own options.)
+pub const REMOVED: &[&str] = &["RCH_JSON", "RCH_OUTPUT_FORMAT", "TOON_DEFAULT_FORMAT"];
 
 /// The additions for one `rch` run: the two settings above, then `own`
 /// (what this run adds, such as `RCH_STATE_HOME`). Every `rch` child is
@@ -61,5 +72,10 @@ mod tests {
         // No caller can turn them off by adding its own.
         let again = for_rch(vec![(DISABLE_CONFIG_CACHE.into(), "0".into())]);
         assert_eq!(again, for_rch(Vec::new()));
+        // What is removed is never added back.
+        assert!(
+            env.iter()
+                .all(|(name, _)| !REMOVED.iter().any(|removed| name == removed))
+        );
     }
 }

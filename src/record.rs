@@ -115,9 +115,6 @@ pub fn attempts(
                         .map(|message| (daemon.exit_code(), message)),
                     _ => run_message(fault, &error).map(|message| (fault.exit_code(), message)),
                 };
-                if fault == Fault::UnsafeLock {
-                    log::warn(format!("{}: {error}", candidate.wrapper_id));
-                }
                 if let Some((code, message)) = run_error {
                     if !summary.errors.contains(&message) {
                         log::error(&message);
@@ -198,12 +195,22 @@ fn waits_until(error: String, backoff: &Backoff, wrapper_id: &str) -> String {
 
 /// What a fault says about the whole run (stderr, and the summary's
 /// `error`), once however many leases met it; `None` for a fault that
-/// concerns only its lease.
+/// concerns only its lease and changes no exit code.
 fn run_message(fault: Fault, error: &str) -> Option<String> {
     let fix = match fault {
-        Fault::Busy | Fault::Refused | Fault::UnsafeLock => return None,
+        Fault::Busy | Fault::Refused => return None,
+        Fault::UnsafeLock => {
+            // Other leases went on: only this one waits for the fix its
+            // error names.
+            return Some(format!(
+                "{error}; the lease was deferred and not charged a failure, other leases went on"
+            ));
+        }
         Fault::Config => {
             "Fix the rch install (or --rch / RCH_SWEEP_RCH); rch-sweep doctor checks it"
+        }
+        Fault::RchConfig => {
+            "Fix the file rch names (as the user the sweep runs as); the next run recovers what is due"
         }
         Fault::Host => {
             "The next run retries; if this lasts, raise the limit named (ulimit -u or -n, the unit's TasksMax)"
@@ -214,11 +221,14 @@ fn run_message(fault: Fault, error: &str) -> Option<String> {
         Fault::NoRoom => {
             "Free space (or inodes, or raise this user's quota) on that file system; the next run retries"
         }
-        Fault::DaemonSlow => {
-            "rch's daemon answered too slowly: check it (journalctl --user -u rchd); the next run retries"
+        Fault::DaemonSaid => {
+            "Check rch's daemon (systemctl --user status rchd, journalctl --user -u rchd); the next run retries"
         }
-        Fault::LeaseDir => {
+        Fault::LeaseDir | Fault::JournalAccess => {
             "Make it writable for the user rch's wrappers run as (remount it read-write, or run the sweep as that user); rch-sweep doctor checks it"
+        }
+        Fault::NoLocks => {
+            "Keep rch's lease directory (RCH_STATE_HOME) on a file system with working flock locks (a local disk; NFS with its lock service); the next run retries"
         }
     };
     // Checked before the first child: none was started at all.

@@ -1,11 +1,14 @@
 //! One recovery: read the journal again, refuse if its admission changed,
-//! defer what rch would refuse at once (a recovery lock open to others, no room
-//! for its rewrite of the journal), run `rch jobs recover`, and count
+//! defer what rch would refuse at once (a recovery lock rch will not use, no
+//! room for its rewrite of the journal), run `rch jobs recover`, and count
 //! success only when the journal read back shows the delivery and the
-//! daemon's receipt. A child that exits non-zero has not yet failed its
-//! lease: the journal read back, another's lock, the daemon and rch's own
-//! words ([`crate::rch_says`]) are asked first.
+//! daemon's receipt. A child that did not succeed (a non-zero exit, a
+//! signal, the deadline) has not yet failed its lease: the journal read
+//! back, another wrapper's lock, the daemon and rch's own answer
+//! ([`crate::rch_says`], with a look at the lease directory where the answer
+//! depends on it: [`crate::answer`]) are asked first.
 
+use crate::answer;
 use crate::child::{self, ChildSpec, Ending};
 use crate::daemon;
 use crate::exit::ExitCode;
@@ -90,8 +93,9 @@ pub enum AttemptOutcome {
 }
 
 /// Why an attempt that did not succeed is not the lease's failure (SPEC
-/// "One recovery" step 2 and "rch's daemon"). A failure is charged to a
-/// lease (hours of backoff) only when the lease is why it failed.
+/// "One recovery" step 2, "rch's daemon", and the table of rch's answers).
+/// A failure is charged to a lease (hours of backoff) only when the lease
+/// is why it failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Fault {
     /// The `rch` install is broken: it could not be started at all (the
@@ -100,30 +104,45 @@ pub enum Fault {
     /// (its usage error: no `jobs recover`, as in rch 1.x). Every other
     /// lease would fail the same way: 78, no further start.
     Config,
+    /// rch cannot read or parse one of its configuration files: every
+    /// other lease would fail the same way. 78, no further start.
+    RchConfig,
     /// The host could not start a recovery now (no thread, process, pipe or
     /// descriptor to be had): 75, no further start.
     Host,
     /// rch's daemon does not answer: every recovery needs it. 75, no
     /// further start.
     DaemonDown,
-    /// Another process (rchd's own recovery task, an operator) holds the
-    /// lease's `.recovery.lock`: no exit-code change, other leases go on.
+    /// rch said it could not reach its daemon or got no usable answer from
+    /// it, though the daemon may answer again by now (a restart of a few
+    /// seconds): a daemon fault, like one that is down. 75, no further
+    /// start.
+    DaemonSaid,
+    /// Another process (rchd's own recovery task, an operator, another
+    /// wrapper publishing into the same folder) holds a lock this recovery
+    /// needs: no exit-code change, other leases go on.
     Busy,
     /// rch could not rewrite a journal in the lease directory (a read-only
     /// mount, or not writable by this user): 74, no child started.
     LeaseDir,
+    /// rch met a read-only file system or a permission it lacks on the
+    /// journal, its lock or the lease directory, as a look afterwards
+    /// confirms: 74, no further start.
+    JournalAccess,
+    /// The lease directory's file system gives rch no usable lock (ENOLCK):
+    /// every recovery needs one. 74, no further start.
+    NoLocks,
     /// rch refused for now what it will do later: its owner check cannot
-    /// yet prove the wrapper gone. Other leases go on.
+    /// yet prove the wrapper gone, or another writer changed the journal
+    /// while rch read it. Other leases go on.
     Refused,
-    /// The lease's `.recovery.lock` is open to group or others, which rch
-    /// refuses: the fix is the operator's (`chmod 600`). Other leases go on.
+    /// The lease's `.recovery.lock` is one rch will not use: the fix is the
+    /// operator's, and the run says so (74). Other leases go on.
     UnsafeLock,
     /// The lease directory's file system has no room for rch's rewrite of
-    /// a journal (or rch met ENOSPC / EDQUOT): 75, no further start.
+    /// a journal (before the start, or short when rch met ENOSPC / EDQUOT):
+    /// 75, no further start.
     NoRoom,
-    /// rch reached its daemon too slowly at the final handoff: a daemon
-    /// fault, like one that is down. 75, no further start.
-    DaemonSlow,
 }
 
 impl Fault {
@@ -135,12 +154,14 @@ impl Fault {
     /// What it adds to the run's exit code.
     pub fn exit_code(self) -> ExitCode {
         match self {
-            Fault::Config => ExitCode::Config,
-            Fault::Host | Fault::DaemonDown | Fault::NoRoom | Fault::DaemonSlow => {
+            Fault::Config | Fault::RchConfig => ExitCode::Config,
+            Fault::Host | Fault::DaemonDown | Fault::DaemonSaid | Fault::NoRoom => {
                 ExitCode::TempFail
             }
-            Fault::Busy | Fault::Refused | Fault::UnsafeLock => ExitCode::Success,
-            Fault::LeaseDir => ExitCode::Io,
+            Fault::Busy | Fault::Refused => ExitCode::Success,
+            Fault::LeaseDir | Fault::JournalAccess | Fault::NoLocks | Fault::UnsafeLock => {
+                ExitCode::Io
+            }
         }
     }
 }
@@ -259,6 +280,7 @@ fn attempt(settings: &Settings, candidate: &Candidate, stop: &dyn Fn() -> bool) 
         program: &settings.rch,
         args: &args,
         env: &env,
+        remove: rch_env::REMOVED,
     };
     let deadline = settings.recover_timeout + settings.kill_grace;
     let report = match child::run(&spec, deadline, stop) {
@@ -268,15 +290,8 @@ fn attempt(settings: &Settings, candidate: &Candidate, stop: &dyn Fn() -> bool) 
     if let Some(outcome) = broken_shim(settings, &report) {
         return outcome;
     }
-    match (&report.ending, report.error()) {
-        (Ending::Interrupted, error) => {
-            AttemptOutcome::Interrupted(error.unwrap_or_else(|| "interrupted".into()))
-        }
-        (Ending::Exited(status), Some(error)) if status.code().is_some() => {
-            answered(settings, &lease_dir, &before, id, &report, error, stop)
-        }
-        (_, Some(error)) => failed(settings, id, report.pid, error, stop),
-        (_, None) => match lease_dir.load(id) {
+    let Some(error) = report.error() else {
+        return match lease_dir.load(id) {
             Ok(after) => match judge::verify_completion(
                 &before,
                 &after,
@@ -292,23 +307,28 @@ fn attempt(settings: &Settings, candidate: &Candidate, stop: &dyn Fn() -> bool) 
                 judge::NOT_ACKNOWLEDGED.into(),
                 stop,
             ),
-        },
-    }
+        };
+    };
+    ended_otherwise(settings, &lease_dir, &before, id, &report, error, stop)
 }
 
-/// What would make rch refuse the start at once, looked at before it:
-/// a recovery lock open to group or others (rch refuses it), and a file
-/// system without room for rch's rewrite of the journal (SPEC "rch's
-/// answers are read, not counted", 2 and 3). Neither is the lease's.
+/// What would make rch refuse the start at once, looked at before it
+/// (SPEC "rch's answers are read, not counted", 2 and 3): a recovery lock
+/// rch will not use (not a regular file, another user's, more than one
+/// link, open to group or others: rch 2.1.17 and later, or a release not
+/// known), and a file system without room for rch's rewrite of the
+/// journal. Neither is the lease's.
 fn before_start(settings: &Settings, lease_dir: &LeaseDir, id: &str) -> Option<AttemptOutcome> {
     use std::os::fd::AsFd;
-    if let Some(mode) = recovery_lock::mode_at(lease_dir.as_fd(), id)
-        && recovery_lock::open_to_others(mode)
+    let takes_the_lock = settings
+        .release
+        .is_none_or(|release| release >= release::FIRST_DAEMON_MARKED);
+    if takes_the_lock
+        && let Some(refusal) = recovery_lock::refusal_at(lease_dir.as_fd(), &settings.lease_dir, id)
     {
-        let path = settings.lease_dir.join(format!("{id}.recovery.lock"));
         return Some(AttemptOutcome::NotCharged(
             Fault::UnsafeLock,
-            recovery_lock::open_lock_error(&path, Some(mode)),
+            refusal.error(),
         ));
     }
     let (shortage, size) = room::check(lease_dir, id)?;
@@ -319,13 +339,15 @@ fn before_start(settings: &Settings, lease_dir: &LeaseDir, id: &str) -> Option<A
     ))
 }
 
-/// A child that exited non-zero (not 2, 126 or 127: those are a broken
-/// install) has not yet failed its lease. In order: the journal read back
-/// (finished by someone else: recovered; gone or terminal: vanished);
-/// another process's recovery lock and rch's daemon, as for any failure;
-/// then rch's own words ([`rch_says`]). Only what none of them explains is
-/// the lease's failure.
-fn answered(
+/// A child that did not succeed (exited non-zero: not 2, 126 or 127,
+/// which are a broken install; ended by a signal; killed at the deadline;
+/// or stopped by ours) has not yet failed its lease. In order: the
+/// journal read back (complete: recovered; gone or terminal: vanished);
+/// a stop of ours (interrupted); another wrapper's output-folder lock that
+/// rch was waiting for when the deadline ended it; another process's
+/// recovery lock and rch's daemon, as for any failure; then rch's answer
+/// ([`rch_says`]). Only what none of them explains is the lease's failure.
+fn ended_otherwise(
     settings: &Settings,
     lease_dir: &LeaseDir,
     before: &DurableJobLease,
@@ -341,82 +363,139 @@ fn answered(
     };
     if let Some(after) = &after {
         if judge::verify_completion(before, after, release::completion(settings.release)).is_ok() {
-            return AttemptOutcome::FinishedElsewhere(format!(
-                "finished by someone else (rchd's own recovery task, or an operator) while rch exited non-zero: {error}"
-            ));
+            return AttemptOutcome::FinishedElsewhere(finished_note(&report.ending, &error));
         }
         if after.terminal_acknowledged {
             return AttemptOutcome::Vanished;
         }
     }
+    if matches!(report.ending, Ending::Interrupted) {
+        return AttemptOutcome::Interrupted(error);
+    }
+    let stderr = child::strip_escapes(&String::from_utf8_lossy(&report.tail)).into_owned();
+    let said = rch_says::read(&stderr, settings.release);
+    let deadline = matches!(report.ending, Ending::TimedOut)
+        || said
+            .as_ref()
+            .is_some_and(|said| said.meaning == Meaning::RecoveryDeadline);
+    if deadline && let Some(text) = answer::output_wait(&settings.lease_dir, &error) {
+        return AttemptOutcome::NotCharged(Fault::Busy, text);
+    }
     if let Some(outcome) = failure_not_its_own(settings, id, report.pid, &error, stop) {
         return outcome;
     }
-    let stderr = child::strip_escapes(&String::from_utf8_lossy(&report.tail)).into_owned();
-    let Some(said) = rch_says::read(&stderr, settings.release) else {
+    let Some(said) = said else {
         return AttemptOutcome::Failed(error);
     };
     let heartbeat = after.as_ref().unwrap_or(before).heartbeat_unix_ms;
-    meant(settings, id, &said, heartbeat)
+    meant(settings, lease_dir, id, &said, heartbeat).unwrap_or_else(|| {
+        AttemptOutcome::Failed(match said.meaning {
+            Meaning::NoSpace => format!("{error} ({})", answer::ROOM_ELSEWHERE),
+            Meaning::NotWritable => format!("{error} ({})", answer::WRITABLE_ELSEWHERE),
+            _ => error,
+        })
+    })
+}
+
+/// The note of a lease whose journal, read back after its child did not
+/// succeed (`ending`, `error`), is complete.
+fn finished_note(ending: &Ending, error: &str) -> String {
+    match ending {
+        Ending::Exited(status) if status.code().is_some() => format!(
+            "finished by someone else (rchd's own recovery task, or an operator) while rch exited non-zero: {error}"
+        ),
+        _ => format!(
+            "the journal read back is complete (rch finished it before it was ended, or someone else did): {error}"
+        ),
+    }
 }
 
 /// What rch's answer `said` means for the lease `id` (whose heartbeat is
-/// `heartbeat_unix_ms`): none of it is charged.
+/// `heartbeat_unix_ms`) in the open lease directory `lease_dir`: none of
+/// it is charged. None when a look at the lease directory shows that the
+/// OS error rch met was not its (or the deadline was no wait for another
+/// wrapper): the lease's failure then.
 fn meant(
     settings: &Settings,
+    lease_dir: &LeaseDir,
     id: &str,
     said: &rch_says::Said,
     heartbeat_unix_ms: u64,
-) -> AttemptOutcome {
+) -> Option<AttemptOutcome> {
     let line = &said.line;
-    let not_charged = |fault, text: String| AttemptOutcome::NotCharged(fault, text);
+    let shown = settings.lease_dir.as_path();
+    let not_charged = |fault, text: String| Some(AttemptOutcome::NotCharged(fault, text));
     match said.meaning {
         Meaning::BusyLock => not_charged(
             Fault::Busy,
             format!("another process is recovering this lease (rch: {line})"),
         ),
+        Meaning::BusyOutput => not_charged(
+            Fault::Busy,
+            format!(
+                "another wrapper holds the output folder rch publishes this build into; retried next run (rch: {line})"
+            ),
+        ),
+        Meaning::NoLocks => not_charged(Fault::NoLocks, answer::no_locks(shown, line)),
         Meaning::OwnerRefused => not_charged(
             Fault::Refused,
             format!(
                 "rch's owner check cannot prove the wrapper gone yet; retried next run (rch: {line})"
             ),
         ),
-        Meaning::DaemonRecordWait => AttemptOutcome::Waits {
+        Meaning::Raced => not_charged(
+            Fault::Refused,
+            format!(
+                "another writer changed the journal or its lock while rch read it; retried next run (rch: {line})"
+            ),
+        ),
+        Meaning::DaemonRecordWait if heartbeat_unix_ms == 0 => {
+            Some(AttemptOutcome::Stuck(format!(
+                "rch's daemon has no record of the build, and rch waits until the lease is 24h old by its heartbeat_unix_ms, which is 0 in this journal: the wait never ends; settle the lease by hand (restart rchd with its build history, then rch jobs recover {id}) (rch: {line})"
+            )))
+        }
+        Meaning::DaemonRecordWait => Some(AttemptOutcome::Waits {
             heartbeat_unix_ms,
             error: format!(
                 "rch's daemon has no record of the build; rch finishes the lease once it is 24h old (rch: {line})"
             ),
-        },
-        Meaning::NoTerminalReceipt => AttemptOutcome::Stuck(format!(
+        }),
+        Meaning::NoTerminalReceipt => Some(AttemptOutcome::Stuck(format!(
             "rch{} never completes a build its daemon no longer knows; upgrade rch to 2.1.34, which finishes it once the lease is 24h old (rch: {line})",
             settings
                 .release
                 .map(|release| format!(" {release}"))
                 .unwrap_or_default()
-        )),
-        Meaning::UnsafeLock => {
-            let path = settings.lease_dir.join(format!("{id}.recovery.lock"));
-            not_charged(
-                Fault::UnsafeLock,
-                format!(
-                    "{} (rch: {line})",
-                    recovery_lock::open_lock_error(&path, None)
-                ),
-            )
-        }
-        Meaning::NoSpace => not_charged(
-            Fault::NoRoom,
+        ))),
+        Meaning::UnsafeLock => not_charged(
+            Fault::UnsafeLock,
+            answer::unsafe_lock(lease_dir, shown, id, line),
+        ),
+        Meaning::Daemon => not_charged(
+            Fault::DaemonSaid,
             format!(
-                "the lease directory {}'s file system has no room for rch's rewrite of the journal (rch: {line})",
-                settings.lease_dir.display()
+                "rch got no answer it could use from its daemon{}; no lease is charged for the daemon's fault (rch: {line})",
+                settings
+                    .socket
+                    .as_ref()
+                    .map(|socket| format!(" at {}", socket.display()))
+                    .unwrap_or_default()
             ),
         ),
-        Meaning::DaemonTimedOut => not_charged(
-            Fault::DaemonSlow,
+        Meaning::Config => not_charged(
+            Fault::RchConfig,
             format!(
-                "rch's daemon answered too slowly at the final handoff; the completion is pending (rch: {line})"
+                "rch cannot use its configuration file {}: every recovery fails the same way (rch: {line})",
+                rch_says::quoted(line).unwrap_or_else(|| "(named by rch)".into())
             ),
         ),
+        // Charged, unless another wrapper's output folder held it up
+        // (looked at before this).
+        Meaning::RecoveryDeadline => None,
+        Meaning::NoSpace => answer::no_room(lease_dir, shown, id, line)
+            .map(|text| AttemptOutcome::NotCharged(Fault::NoRoom, text)),
+        Meaning::NotWritable => answer::not_writable(lease_dir, shown, id, line)
+            .map(|text| AttemptOutcome::NotCharged(Fault::JournalAccess, text)),
     }
 }
 
@@ -577,14 +656,14 @@ fn broken_shim(settings: &Settings, report: &child::ChildReport) -> Option<Attem
 mod tests {
     use super::*;
 
-    fn settings(release: Option<Version>) -> Settings {
+    fn settings(release: Option<Version>, lease_dir: &Path) -> Settings {
         Settings {
             rch: "/usr/bin/rch".into(),
             socket: None,
             daemon_waits: None,
             daemon_trust: daemon::Trust::ThisUser,
-            lease_dir: "/l/job-leases".into(),
-            state_home: "/l".into(),
+            lease_dir: lease_dir.to_path_buf(),
+            state_home: lease_dir.parent().unwrap_or(lease_dir).to_path_buf(),
             release,
             recover_timeout: Duration::from_secs(300),
             kill_grace: Duration::from_secs(30),
@@ -593,50 +672,77 @@ mod tests {
 
     #[test]
     fn none_of_rchs_answers_is_charged_and_each_says_what_it_costs_the_run() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join("rchw-a.json"), "{}").expect("write");
+        let lease_dir = LeaseDir::open(dir.path()).expect("open");
         let said = |meaning| rch_says::Said {
             meaning,
-            line: "Error: rch's words".into(),
+            line: "Error: rch's \"/h/c.toml\" words".into(),
         };
-        let settings = settings(Some(Version::new(2, 1, 30)));
-        let fault = |meaning| match meant(&settings, "rchw-a", &said(meaning), 7) {
-            AttemptOutcome::NotCharged(fault, error) => {
-                assert!(error.contains("(rch: Error: rch's words)"), "{error}");
+        let settings = settings(Some(Version::new(2, 1, 30)), dir.path());
+        let meant =
+            |meaning, heartbeat| meant(&settings, &lease_dir, "rchw-a", &said(meaning), heartbeat);
+        let fault = |meaning| match meant(meaning, 7) {
+            Some(AttemptOutcome::NotCharged(fault, error)) => {
+                assert!(
+                    error.contains("(rch: Error: rch's \"/h/c.toml\" words)"),
+                    "{error}"
+                );
                 Some(fault)
             }
             _ => None,
         };
         assert_eq!(fault(Meaning::BusyLock), Some(Fault::Busy));
+        assert_eq!(fault(Meaning::BusyOutput), Some(Fault::Busy));
         assert_eq!(fault(Meaning::OwnerRefused), Some(Fault::Refused));
+        assert_eq!(fault(Meaning::Raced), Some(Fault::Refused));
         assert_eq!(fault(Meaning::UnsafeLock), Some(Fault::UnsafeLock));
-        assert_eq!(fault(Meaning::NoSpace), Some(Fault::NoRoom));
-        assert_eq!(fault(Meaning::DaemonTimedOut), Some(Fault::DaemonSlow));
-        for other_leases_go_on in [Fault::Busy, Fault::Refused, Fault::UnsafeLock] {
+        assert_eq!(fault(Meaning::NoLocks), Some(Fault::NoLocks));
+        assert_eq!(fault(Meaning::Daemon), Some(Fault::DaemonSaid));
+        assert_eq!(fault(Meaning::Config), Some(Fault::RchConfig));
+        // A roomy, writable lease directory: rch's OS error was elsewhere,
+        // and the lease's failure; so is rch's own deadline with no
+        // output folder held.
+        for elsewhere in [
+            Meaning::NoSpace,
+            Meaning::NotWritable,
+            Meaning::RecoveryDeadline,
+        ] {
+            assert_eq!(meant(elsewhere, 7), None, "{elsewhere:?}");
+        }
+        for other_leases_go_on in [Fault::Busy, Fault::Refused] {
             assert!(!other_leases_go_on.stops_starts());
             assert_eq!(other_leases_go_on.exit_code(), ExitCode::Success);
         }
-        for host in [Fault::NoRoom, Fault::DaemonSlow] {
+        assert!(!Fault::UnsafeLock.stops_starts());
+        assert_eq!(Fault::UnsafeLock.exit_code(), ExitCode::Io);
+        for host in [Fault::NoRoom, Fault::DaemonSaid] {
             assert!(host.stops_starts());
             assert_eq!(host.exit_code(), ExitCode::TempFail);
         }
-        let AttemptOutcome::NotCharged(_, error) =
-            meant(&settings, "rchw-a", &said(Meaning::UnsafeLock), 7)
-        else {
-            panic!("a lock open to others");
+        for lease_dir in [Fault::NoLocks, Fault::JournalAccess] {
+            assert!(lease_dir.stops_starts());
+            assert_eq!(lease_dir.exit_code(), ExitCode::Io);
+        }
+        assert!(Fault::RchConfig.stops_starts());
+        assert_eq!(Fault::RchConfig.exit_code(), ExitCode::Config);
+        let Some(AttemptOutcome::NotCharged(_, error)) = meant(Meaning::Config, 7) else {
+            panic!("configuration");
         };
-        assert!(
-            error.contains("fix: chmod 600 /l/job-leases/rchw-a.recovery.lock"),
-            "{error}"
-        );
+        assert!(error.contains("configuration file /h/c.toml"), "{error}");
         assert!(matches!(
-            meant(&settings, "rchw-a", &said(Meaning::DaemonRecordWait), 7),
-            AttemptOutcome::Waits {
+            meant(Meaning::DaemonRecordWait, 7),
+            Some(AttemptOutcome::Waits {
                 heartbeat_unix_ms: 7,
                 ..
-            }
+            })
         ));
-        let AttemptOutcome::Stuck(error) =
-            meant(&settings, "rchw-a", &said(Meaning::NoTerminalReceipt), 7)
-        else {
+        // A heartbeat of 0 never ends rch 2.1.34's wait.
+        assert!(matches!(
+            meant(Meaning::DaemonRecordWait, 0),
+            Some(AttemptOutcome::Stuck(error)) if error.contains("heartbeat_unix_ms, which is 0")
+        ));
+        let Some(AttemptOutcome::Stuck(error)) = meant(Meaning::NoTerminalReceipt, 7) else {
             panic!("stuck");
         };
         assert!(

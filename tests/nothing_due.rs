@@ -109,7 +109,11 @@ fn a_run_with_nothing_due_asks_nothing_of_mounts_or_locks() {
     // recover` left (rch never removes it): each check is made, and the
     // trace shows it.
     let id = world.will_complete(Journal::stale("w2", 3_600_000));
-    std::fs::write(world.leases().join(format!("{id}.recovery.lock")), "").expect("lock file");
+    let lock = world.leases().join(format!("{id}.recovery.lock"));
+    std::fs::write(&lock, "").expect("lock file");
+    // 0600, as rch makes it (one open to others is refused: 74).
+    std::fs::set_permissions(&lock, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+        .expect("chmod");
     let busy = traced(&world, &rch, &daemon.socket);
     assert_eq!(
         recovery_checks(&busy),

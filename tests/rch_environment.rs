@@ -8,6 +8,10 @@
 //! The fake `rch` writes each call's arguments and the two variables as it
 //! saw them to `$HOME/rch-env.log` (the world's home, given by `isolate`),
 //! before it does anything else.
+//!
+//! And what every `rch` is run without (issue 46): `RCH_JSON`,
+//! `RCH_OUTPUT_FORMAT`, `TOON_DEFAULT_FORMAT`, with any of which rch writes
+//! its error as JSON on stdout and nothing on stderr.
 
 mod common;
 
@@ -121,4 +125,60 @@ fn every_rch_doctor_starts_gets_no_update_check_and_no_config_cache() {
             "--json --format json daemon status",
         ],
     );
+}
+
+/// What every rch 2.1.x does when `RCH_JSON` (not empty, not `0`),
+/// `RCH_OUTPUT_FORMAT` or `TOON_DEFAULT_FORMAT` is set (main.rs,
+/// `top_level_machine_output_requested`): its error goes to stdout as a
+/// JSON envelope, and nothing to stderr. Then `answer` answers.
+const MACHINE_OUTPUT: &str = r#"machine=no
+case "${RCH_JSON-}" in ''|0) ;; *) machine=yes ;; esac
+[ -n "${RCH_OUTPUT_FORMAT-}" ] && machine=yes
+[ -n "${TOON_DEFAULT_FORMAT-}" ] && machine=yes
+echo "$machine" >> "$HOME/machine.log"
+answer() {
+  if [ $machine = yes ]; then printf '{"success":false,"error":{"code":"RCH-E504","message":"%s"}}\n' "$1"
+  else echo "Error: $1" >&2; fi
+  exit 1
+}"#;
+
+/// A sweep run with any of the three in its environment: every rch it
+/// starts runs without them, so rch's answer is on stderr and read (a busy
+/// lock is deferred, not charged).
+#[test]
+fn rchs_answers_are_read_whatever_output_format_the_sweeps_environment_asks_for() {
+    for (name, value) in [
+        ("RCH_JSON", "1"),
+        ("RCH_OUTPUT_FORMAT", "json"),
+        ("TOON_DEFAULT_FORMAT", "toon"),
+    ] {
+        let world = World::new();
+        let journal = Journal::stale("w1", 2 * HOUR_MS);
+        world.add(&journal);
+        let rch = world.fake_rch_with(
+            "rch",
+            &FakeRch {
+                first: MACHINE_OUTPUT,
+                recover: "answer 'cannot acquire exclusive job recovery: journal is held by another handle; retry the same wrapper'",
+                ..FakeRch::default()
+            },
+        );
+        let mut command = sweep(&world, &["--rch", utf8(&rch)]);
+        command.env(name, value);
+        let (code, document, stderr) = run_json(command);
+        assert_eq!(code, 0, "{name}: {document}\n{stderr}");
+        let row = &document["leases"][0];
+        assert_eq!(row["outcome"], "deferred", "{name}: {document}");
+        assert!(
+            row["error"]
+                .as_str()
+                .is_some_and(|e| e.contains("another process is recovering this lease")),
+            "{name}: {row}"
+        );
+        let seen = fs::read_to_string(world.path("home").join("machine.log")).expect("log");
+        assert!(
+            !seen.is_empty() && seen.lines().all(|line| line == "no"),
+            "{name}: rch saw machine output asked for: {seen}"
+        );
+    }
 }

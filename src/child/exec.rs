@@ -81,10 +81,11 @@ fn exec_image(spec: &ChildSpec<'_>) -> io::Result<ExecImage> {
     for arg in spec.args {
         argv.push(c_string(arg.as_bytes())?);
     }
-    // This process's environment with `spec.env` laid over it, as std
-    // would have built it.
+    // This process's environment without `spec.remove`, with `spec.env`
+    // laid over it, as std would have built it.
     let mut env: Vec<(OsString, OsString)> = std::env::vars_os()
         .filter(|(key, _)| !spec.env.iter().any(|(set, _)| set == key))
+        .filter(|(key, _)| !spec.remove.iter().any(|name| key == name))
         .collect();
     env.extend(spec.env.iter().cloned());
     let mut envp = Vec::with_capacity(env.len());

@@ -66,11 +66,13 @@ const POLL_SLICE: Duration = Duration::from_millis(50);
 const DRAIN_GRACE: Duration = Duration::from_secs(1);
 
 /// What to run. `env` is added to the inherited environment rather than
-/// replacing it, so the child sees the same `PATH`, `HOME` etc. as the sweeper.
+/// replacing it, so the child sees the same `PATH`, `HOME` etc. as the
+/// sweeper; the variables named in `remove` are taken out of it.
 pub struct ChildSpec<'a> {
     pub program: &'a Path,
     pub args: &'a [OsString],
     pub env: &'a [(OsString, OsString)],
+    pub remove: &'a [&'a str],
 }
 
 /// How the run ended.
@@ -361,6 +363,7 @@ mod tests {
             program: Path::new("/bin/sh"),
             args: &args,
             env,
+            remove: &[],
         };
         run(&spec, deadline, &|| false).expect("/bin/sh spawns")
     }
@@ -533,6 +536,7 @@ mod tests {
             program: Path::new("/nonexistent/rch"),
             args: &[],
             env: &[],
+            remove: &[],
         };
         let error = run(&spec, Duration::from_secs(1), &|| false).expect_err("no such program");
         assert_eq!(error.source.kind(), io::ErrorKind::NotFound);
@@ -559,6 +563,7 @@ mod tests {
             program: Path::new("/bin/sh"),
             args: &args,
             env: &[],
+            remove: &[],
         };
         let started = Instant::now();
         let report = run(&spec, Duration::from_secs(30), &|| {
@@ -597,6 +602,7 @@ mod tests {
             program: Path::new("/bin/sh"),
             args: &args,
             env: &[],
+            remove: &[],
         };
         let report = run(&spec, Duration::from_secs(10), &|| false).expect("/bin/sh spawns");
         assert_eq!(exit_code(&report), Some(0));
@@ -624,6 +630,7 @@ mod tests {
             program: Path::new("/bin/sh"),
             args: &args,
             env: &[],
+            remove: &[],
         };
         let report = run_capturing(&spec, Capture::Stdout, Duration::from_secs(10), &|| false)
             .expect("/bin/sh spawns");
@@ -642,6 +649,7 @@ mod tests {
                 program: Path::new("/bin/sh"),
                 args: &args,
                 env: &[],
+                remove: &[],
             };
             run_capturing(&spec, Capture::Stdout, Duration::from_secs(10), &|| false)
                 .expect("/bin/sh spawns")
@@ -672,6 +680,7 @@ mod tests {
             program: Path::new("/bin/sh"),
             args: &args,
             env: &[],
+            remove: &[],
         };
         let report = run_capturing(
             &spec,

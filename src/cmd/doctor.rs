@@ -411,6 +411,7 @@ fn version(rch: &Path) -> VersionAnswer {
         program: rch,
         args: &args,
         env: &rch_env::for_rch(Vec::new()),
+        remove: rch_env::REMOVED,
     };
     let report =
         match child::run_capturing(&spec, Capture::StdoutAndStderr, VERSION_DEADLINE, &|| false) {
@@ -455,6 +456,7 @@ fn recovers(rch: &Path) -> Result<(), String> {
         program: rch,
         args: &args,
         env: &rch_env::for_rch(Vec::new()),
+        remove: rch_env::REMOVED,
     };
     let report = child::run_capturing(&spec, Capture::StdoutAndStderr, VERSION_DEADLINE, &|| false)
         .map_err(|error| format!("could not be started: {}", error.source))?;
@@ -546,24 +548,28 @@ fn journals(target: &Target, args: &RunArgs) -> Finding {
         None => {}
     }
     if let Ok(dir) = &opened {
-        let locks = open_locks(dir, &target.lease_dir.resolved, &scan);
-        if !locks.is_empty() {
+        let refused = refused_locks(dir, &target.lease_dir.resolved, &scan);
+        if !refused.is_empty() {
             warnings.push(format!(
-                "{} candidate{} recovery lock{} open to group or others, which rch refuses (a run defers {} and starts no recovery): {}",
-                locks.len(),
-                if locks.len() == 1 { "'s" } else { "s'" },
-                if locks.len() == 1 { " is" } else { "s are" },
-                if locks.len() == 1 { "it" } else { "them" },
-                locks
+                "{} candidate{} recovery lock{} rch refuses (a run defers {} and exits 74): {}",
+                refused.len(),
+                if refused.len() == 1 { "'s" } else { "s'" },
+                if refused.len() == 1 {
+                    " is one"
+                } else {
+                    "s are ones"
+                },
+                if refused.len() == 1 { "it" } else { "them" },
+                refused
                     .iter()
-                    .map(|path| path.display().to_string())
+                    .map(|refusal| refusal.error())
                     .collect::<Vec<_>>()
-                    .join(", ")
+                    .join("; ")
             ));
             fixes.push(
-                locks
+                refused
                     .iter()
-                    .map(|path| recovery_lock::lock_fix(path))
+                    .map(recovery_lock::LockRefusal::fix)
                     .collect::<Vec<_>>()
                     .join("; "),
             );
@@ -572,17 +578,20 @@ fn journals(target: &Target, args: &RunArgs) -> Finding {
     ok_or_warn(check, counts, &warnings, &fixes)
 }
 
-/// The recovery locks of `scan`'s candidates that rch refuses (open to
-/// group or others), by path in `lease_dir`.
-fn open_locks(dir: &crate::lease_dir::LeaseDir, lease_dir: &Path, scan: &Scan) -> Vec<PathBuf> {
+/// The recovery locks of `scan`'s candidates that rch refuses (not a
+/// regular file, another user's, more than one link, open to group or
+/// others), each with why, in `lease_dir`.
+fn refused_locks(
+    dir: &crate::lease_dir::LeaseDir,
+    lease_dir: &Path,
+    scan: &Scan,
+) -> Vec<recovery_lock::LockRefusal> {
     use std::os::fd::AsFd;
     scan.candidates
         .iter()
-        .filter(|candidate| {
-            recovery_lock::mode_at(dir.as_fd(), &candidate.wrapper_id)
-                .is_some_and(recovery_lock::open_to_others)
+        .filter_map(|candidate| {
+            recovery_lock::refusal_at(dir.as_fd(), lease_dir, &candidate.wrapper_id)
         })
-        .map(|candidate| lease_dir.join(format!("{}.recovery.lock", candidate.wrapper_id)))
         .collect()
 }
 

@@ -26,6 +26,7 @@ pub fn capabilities(rch: &Path, deadline: Duration) -> Result<Version, String> {
         program: rch,
         args: &args,
         env: &rch_env::for_rch(Vec::new()),
+        remove: rch_env::REMOVED,
     };
     let report = child::run_capturing(&spec, Capture::Stdout, deadline, &|| false)
         .map_err(|error| format!("could not be started: {}", error.source))?;

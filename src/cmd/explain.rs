@@ -41,8 +41,9 @@ struct Explained {
     /// Since when and why runs have held it without a start that reached
     /// rch's verdict, when they have.
     held: Option<HeldLease>,
-    /// Set when its `.recovery.lock` is open to group or others, which rch
-    /// refuses: the error a run would give, with the fix.
+    /// Set when its `.recovery.lock` is one rch refuses (not a regular
+    /// file, another user's, more than one link, open to group or others):
+    /// the error a run would give, with the fix.
     open_lock: Option<String>,
 }
 
@@ -268,13 +269,12 @@ fn explain(
 }
 
 /// What a run would say of lease `id`'s recovery lock in `dir` (at
-/// `lease_dir`): its error when rch would refuse it, else None.
+/// `lease_dir`): its error, with the fix, when rch would refuse it (not a
+/// regular file, another user's, more than one link, open to group or
+/// others), else None.
 fn open_lock(dir: &LeaseDir, lease_dir: &Path, id: &str) -> Option<String> {
     use std::os::fd::AsFd;
-    let mode = recovery_lock::mode_at(dir.as_fd(), id)?;
-    recovery_lock::open_to_others(mode).then(|| {
-        recovery_lock::open_lock_error(&lease_dir.join(format!("{id}.recovery.lock")), Some(mode))
-    })
+    recovery_lock::refusal_at(dir.as_fd(), lease_dir, id).map(|refusal| refusal.error())
 }
 
 #[derive(Serialize)]

@@ -8,7 +8,13 @@
 //! full disk. So before each start a real run asks `fstatvfs` of the open
 //! lease directory for room: free bytes for this user at least twice the
 //! journal plus 64 KiB, and a free inode (SPEC "rch's answers are read,
-//! not counted", 3).
+//! not counted", 3). A file system that keeps no block count (`f_blocks`
+//! 0: a tmpfs mounted without a size limit, Docker's `--tmpfs`) has no
+//! byte limit, and one that counts no inodes (`f_files` 0) none of inodes:
+//! neither is short of what it does not count.
+//!
+//! The same look after a child that said ENOSPC or EDQUOT tells whether
+//! the shortage was the lease directory's at all ([`check`] again).
 
 use super::LeaseDir;
 use crate::human::thousands;
@@ -24,6 +30,9 @@ pub const SLACK_BYTES: u64 = 64 * 1024;
 pub struct Free {
     /// `f_bavail * f_frsize`: bytes this (unprivileged) user may still use.
     pub bytes: u64,
+    /// `f_blocks`: 0 for a file system that keeps no block count (no byte
+    /// limit).
+    pub total_blocks: u64,
     /// `f_favail`: inodes this user may still use.
     pub inodes: u64,
     /// `f_files`: 0 for a file system that counts no inodes at all.
@@ -44,11 +53,12 @@ pub fn needed(journal_bytes: u64) -> u64 {
 }
 
 /// Whether `free` leaves room for rch's rewrite of a journal of
-/// `journal_bytes`. A file system that counts no inodes (`f_files` 0,
-/// as some network and FUSE file systems report) is not short of them.
+/// `journal_bytes`. A file system that keeps no block count (`f_blocks`
+/// 0) is not short of bytes, nor one that counts no inodes (`f_files` 0,
+/// as some network and FUSE file systems report) of inodes.
 pub fn judge(free: Free, journal_bytes: u64) -> Option<Shortage> {
     let needed = needed(journal_bytes);
-    if free.bytes < needed {
+    if free.total_blocks != 0 && free.bytes < needed {
         return Some(Shortage::Bytes {
             free: free.bytes,
             needed,
@@ -85,6 +95,7 @@ pub fn check(dir: &LeaseDir, wrapper_id: &str) -> Option<(Shortage, u64)> {
     let vfs = sys::fs::fstatvfs(dir.as_fd()).ok()?;
     let free = Free {
         bytes: vfs.f_bavail.saturating_mul(vfs.f_frsize),
+        total_blocks: vfs.f_blocks,
         inodes: vfs.f_favail,
         total_inodes: vfs.f_files,
     };
@@ -98,6 +109,7 @@ mod tests {
     fn free(bytes: u64, inodes: u64, total_inodes: u64) -> Free {
         Free {
             bytes,
+            total_blocks: 1_000_000,
             inodes,
             total_inodes,
         }
@@ -119,6 +131,24 @@ mod tests {
         // A file system that counts no inodes is not short of them.
         assert_eq!(judge(free(u64::MAX, 0, 0), mb), None);
         assert_eq!(judge(free(65_536, 1, 10), 0), None);
+    }
+
+    #[test]
+    fn a_file_system_without_a_block_count_has_no_byte_limit() {
+        // A tmpfs mounted with size=0: f_blocks = f_bavail = f_files = 0.
+        let unlimited = Free {
+            bytes: 0,
+            total_blocks: 0,
+            inodes: 0,
+            total_inodes: 0,
+        };
+        assert_eq!(judge(unlimited, 64 * 1024 * 1024), None);
+        // Its inodes are still counted when it counts them.
+        let no_inode = Free {
+            total_inodes: 100,
+            ..unlimited
+        };
+        assert_eq!(judge(no_inode, 1), Some(Shortage::Inodes));
     }
 
     #[test]

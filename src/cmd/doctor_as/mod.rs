@@ -187,6 +187,7 @@ fn ask(program: &Path, args: &[&str]) -> ToolAnswer {
         program,
         args: &args,
         env: &[],
+        remove: &[],
     };
     let report = match child::run_capturing(&spec, Capture::StdoutAndStderr, READ_DEADLINE, &|| {
         false
