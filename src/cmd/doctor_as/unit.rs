@@ -72,6 +72,7 @@ pub(super) fn plan(
                 user_manager,
             )),
             options: None,
+            failures: Vec::new(),
         });
         return Ok(plan);
     };
@@ -116,6 +117,7 @@ pub(super) fn plan(
         env,
         cwd,
         options,
+        failures: Vec::new(),
     });
     Ok(plan)
 }
