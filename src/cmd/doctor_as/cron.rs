@@ -30,11 +30,18 @@ pub(super) fn plan(defaults: &Vars, account: Option<&account::Account>, cwd: &Pa
     let mut plan = Plan::default();
     let user = account.map_or_else(|| "this user".to_owned(), |a| a.name.clone());
     let text = user_crontab(&user, &mut plan);
-    let base = crontab::Base {
-        name: vars::get(defaults, "LOGNAME").unwrap_or(&user).to_owned(),
-        home: vars::get(defaults, "HOME").unwrap_or("/").to_owned(),
-        pam: pam_environment(&mut plan),
+    let name = vars::get(defaults, "LOGNAME").unwrap_or(&user).to_owned();
+    let home = vars::get(defaults, "HOME").unwrap_or("/").to_owned();
+    let shell = account
+        .map(|a| a.shell.display().to_string())
+        .unwrap_or_default();
+    let items = pam_env::Items {
+        user: &name,
+        home: &home,
+        shell: &shell,
     };
+    let pam = pam_environment(&items, &mut plan);
+    let base = crontab::Base { name, home, pam };
     let reading = crontab::read(text.as_deref().unwrap_or_default(), &base);
     let mut sources: Vec<(Option<PathBuf>, crontab::Reading)> = vec![(None, reading)];
     sources.extend(
@@ -217,10 +224,11 @@ fn user_crontab(user: &str, plan: &mut Plan) -> Option<String> {
     }
 }
 
-/// What pam_env gives cron's jobs: the env files `/etc/pam.d/cron` (and
-/// what it includes) loads it with, applied in order. What doctor does not
-/// read, or cannot, is said in the plan.
-fn pam_environment(plan: &mut Plan) -> Vars {
+/// What pam_env gives cron's jobs: for each `pam_env` line of
+/// `/etc/pam.d/cron` (and what it includes), in order, its conffile and
+/// then its env file, applied as pam_env applies them. What doctor does
+/// not read, or cannot, is said in the plan.
+fn pam_environment(items: &pam_env::Items<'_>, plan: &mut Plan) -> Vars {
     let mut env = Vars::new();
     let service = Path::new(PAM_D).join("cron");
     match fsio::read_regular_text(&service, MAX_TEXT) {
@@ -228,18 +236,23 @@ fn pam_environment(plan: &mut Plan) -> Vars {
             let mut files = Vec::new();
             pam_files(&text, 0, &mut files, plan);
             for (conffile, envfile) in files {
-                conf_file_note(&conffile, plan);
+                if !pam_conf_file(&conffile, envfile.as_deref(), items, &mut env, plan) {
+                    continue;
+                }
                 let Some(envfile) = envfile else { continue };
                 match fsio::read_regular_text(Path::new(&envfile), MAX_TEXT) {
                     Ok(text) => {
                         pam_env::env_file(&text, &mut env);
-                        plan.from.push(format!("{envfile} (pam_env)"));
+                        said(&mut plan.from, format!("{envfile} (pam_env)"));
                     }
                     // pam_env logs it and goes on.
                     Err(NotRead::Io(error)) if error.kind() == ErrorKind::NotFound => {}
-                    Err(why) => plan.warnings.push(format!(
-                        "pam_env gives cron's jobs the variables of {envfile}, which doctor does not read ({why}): checked without them"
-                    )),
+                    Err(why) => said(
+                        &mut plan.warnings,
+                        format!(
+                            "pam_env gives cron's jobs the variables of {envfile}, which doctor does not read ({why}): checked without them"
+                        ),
+                    ),
                 }
             }
         }
@@ -253,6 +266,67 @@ fn pam_environment(plan: &mut Plan) -> Vars {
         )),
     }
     env
+}
+
+/// Pushes `text` unless it is there already (pam_env reads its conffile
+/// once for each of its lines: what it says of it is said once).
+fn said(list: &mut Vec<String>, text: String) {
+    if !list.contains(&text) {
+        list.push(text);
+    }
+}
+
+/// pam_env's conffile (`/etc/security/pam_env.conf`), applied to `env`
+/// as one `pam_env` line reads it before its env file; whether pam_env
+/// then reads that env file: not when the conffile is missing (pam_env
+/// 1.5.2's `handle_env` reads the env file only after the conffile was
+/// read) or when it gave up in it.
+fn pam_conf_file(
+    conffile: &str,
+    envfile: Option<&str>,
+    items: &pam_env::Items<'_>,
+    env: &mut Vars,
+    plan: &mut Plan,
+) -> bool {
+    match fsio::read_regular_text(Path::new(conffile), MAX_TEXT) {
+        Ok(text) => {
+            let read = pam_env::conf_file(&text, env, items);
+            said(&mut plan.from, format!("{conffile} (pam_env)"));
+            for note in read.notes {
+                said(&mut plan.notes, format!("{conffile}: {note}"));
+            }
+            if let Some(line) = read.aborted {
+                said(
+                    &mut plan.warnings,
+                    format!(
+                        "pam_env gives up at line {line} of {conffile} (see the note): it then fails cron's PAM session, and doctor cannot tell what cron does with the job; checked with what was set before that line"
+                    ),
+                );
+                return false;
+            }
+            true
+        }
+        Err(NotRead::Io(error)) if error.kind() == ErrorKind::NotFound => {
+            if let Some(envfile) = envfile {
+                said(
+                    &mut plan.notes,
+                    format!(
+                        "no {conffile}: pam_env then reads no {envfile} either, so cron's jobs get none of its variables"
+                    ),
+                );
+            }
+            false
+        }
+        Err(why) => {
+            said(
+                &mut plan.warnings,
+                format!(
+                    "pam_env gives cron's jobs the variables of {conffile}, which doctor does not read ({why}): checked without them"
+                ),
+            );
+            true
+        }
+    }
 }
 
 /// The `(conffile, envfile)` of each `pam_env` line of a PAM file, its
@@ -288,26 +362,6 @@ fn pam_files(text: &str, depth: usize, out: &mut Vec<(String, Option<String>)>, 
                 "cron's PAM service includes {name}, which doctor does not follow"
             )),
         }
-    }
-}
-
-/// pam_env's own `conffile` (`/etc/security/pam_env.conf`) has a syntax
-/// with expansions doctor does not read: a setting there is said, since
-/// it reaches cron's jobs unchecked.
-fn conf_file_note(conffile: &str, plan: &mut Plan) {
-    let Ok(text) = fsio::read_regular_text(Path::new(conffile), MAX_TEXT) else {
-        return;
-    };
-    let settings = text
-        .lines()
-        .map(str::trim)
-        .filter(|line| !line.is_empty() && !line.starts_with('#'))
-        .count();
-    let warning = format!(
-        "{conffile} has {settings} setting line(s), which pam_env gives cron's jobs and doctor does not read: what it sets is not checked"
-    );
-    if settings > 0 && !plan.warnings.contains(&warning) {
-        plan.warnings.push(warning);
     }
 }
 
