@@ -1,37 +1,43 @@
 //! The text formats systemd reads for a service, as systemd.syntax(7),
 //! systemd.exec(5) and systemd.service(5) define them: a unit file's
-//! sections and assignments, the words of a setting (quotes, C escapes),
+//! sections and assignments (a setting's words are [`super::words`]'s),
 //! the specifiers (`%h`, `%u`, `%i`, ...), an `EnvironmentFile=`, and the
 //! `$VAR` / `${VAR}` expansion of `ExecStart=`'s arguments.
 
 use crate::vars::{self, Vars};
 
-/// The assignments of a unit file's `[Service]` section, in order, keys
-/// and values trimmed. A line ending in `\` continues on the next (the
-/// backslash becomes a blank); `#` and `;` begin comment lines, which are
+/// One assignment of a unit file: the line it ends on (the number systemd
+/// names in its messages), its key and value, trimmed.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Assignment {
+    pub line: usize,
+    pub key: String,
+    pub value: String,
+}
+
+/// The assignments of a unit file's `[Service]` section, in order, as
+/// systemd 252's `config_parse` reads them: a line whose last character is
+/// an unescaped `\` (an odd run of backslashes) continues on the next, the
+/// backslash becoming a blank; `#` and `;` begin comment lines, which are
 /// skipped inside a continued line too and never continue themselves
 /// (systemd.syntax(7): "the comment block is ignored").
-pub fn service_assignments(text: &str) -> Vec<(String, String)> {
+pub fn service_assignments(text: &str) -> Vec<Assignment> {
     let mut out = Vec::new();
     let mut section = String::new();
     let mut pending = String::new();
-    for line in text.lines() {
-        let line = line.trim();
-        if line.starts_with('#') || line.starts_with(';') {
+    for (index, raw) in text.lines().enumerate() {
+        let raw = raw.strip_suffix('\r').unwrap_or(raw);
+        if raw.trim_start().starts_with(['#', ';']) {
             continue;
         }
-        if let Some(start) = line.strip_suffix('\\') {
-            pending.push_str(start);
+        let backslashes = raw.len() - raw.trim_end_matches('\\').len();
+        if backslashes % 2 == 1 {
+            pending.push_str(&raw[..raw.len() - 1]);
             pending.push(' ');
             continue;
         }
-        let whole = if pending.is_empty() {
-            line.to_owned()
-        } else {
-            let mut whole = std::mem::take(&mut pending);
-            whole.push_str(line);
-            whole
-        };
+        let whole = std::mem::take(&mut pending) + raw;
+        let whole = whole.trim();
         if whole.is_empty() {
             continue;
         }
@@ -43,106 +49,14 @@ pub fn service_assignments(text: &str) -> Vec<(String, String)> {
             continue;
         }
         if let Some((key, value)) = whole.split_once('=') {
-            out.push((key.trim().to_owned(), value.trim().to_owned()));
+            out.push(Assignment {
+                line: index + 1,
+                key: key.trim().to_owned(),
+                value: value.trim().to_owned(),
+            });
         }
     }
     out
-}
-
-/// One C escape after a backslash, as systemd's `cunescape` reads it; the
-/// character and how many input characters it used. An unknown escape is
-/// the character itself.
-fn escape(rest: &[char]) -> (Option<char>, usize) {
-    let Some(&c) = rest.first() else {
-        return (None, 0);
-    };
-    let hex = |digits: &[char]| -> Option<char> {
-        let text: String = digits.iter().collect();
-        u32::from_str_radix(&text, 16).ok().and_then(char::from_u32)
-    };
-    match c {
-        'a' => (Some('\u{7}'), 1),
-        'b' => (Some('\u{8}'), 1),
-        'f' => (Some('\u{c}'), 1),
-        'n' => (Some('\n'), 1),
-        'r' => (Some('\r'), 1),
-        't' => (Some('\t'), 1),
-        'v' => (Some('\u{b}'), 1),
-        's' => (Some(' '), 1),
-        'x' if rest.len() >= 3 => (hex(&rest[1..3]), 3),
-        'u' if rest.len() >= 5 => (hex(&rest[1..5]), 5),
-        '0'..='7' if rest.len() >= 3 => {
-            let text: String = rest[..3].iter().collect();
-            (
-                u32::from_str_radix(&text, 8).ok().and_then(char::from_u32),
-                3,
-            )
-        }
-        other => (Some(other), 1),
-    }
-}
-
-/// The words of a setting (`Environment=`, `ExecStart=`), as systemd's
-/// `extract_first_word` with unquoting and C unescaping splits them: blanks
-/// separate words, single and double quotes group (also inside a word),
-/// backslash escapes. `Err` for an unterminated quote: systemd ignores
-/// such a setting.
-pub fn words(text: &str) -> Result<Vec<String>, String> {
-    match words_until_error(text) {
-        (words, None) => Ok(words),
-        (_, Some(why)) => Err(why),
-    }
-}
-
-/// The words of a setting up to where they cannot be split (an
-/// unterminated quote), and why they stop there: systemd's
-/// `config_parse_environ` keeps the assignments it took before such a
-/// word and ignores the rest of the line.
-pub fn words_until_error(text: &str) -> (Vec<String>, Option<String>) {
-    let chars: Vec<char> = text.chars().collect();
-    let mut out = Vec::new();
-    let mut current = String::new();
-    let mut started = false;
-    let mut quote: Option<char> = None;
-    let mut at = 0;
-    while at < chars.len() {
-        let c = chars[at];
-        at += 1;
-        if c == '\\' {
-            let (unescaped, used) = escape(&chars[at..]);
-            at += used;
-            if let Some(unescaped) = unescaped {
-                current.push(unescaped);
-            }
-            started = true;
-            continue;
-        }
-        match quote {
-            Some(q) if c == q => quote = None,
-            Some(_) => current.push(c),
-            None if c == '\'' || c == '"' => {
-                quote = Some(c);
-                started = true;
-            }
-            None if c.is_whitespace() => {
-                if started {
-                    out.push(std::mem::take(&mut current));
-                }
-                started = false;
-            }
-            None => {
-                current.push(c);
-                started = true;
-            }
-        }
-    }
-    if quote.is_some() {
-        return (out, Some(format!("an unterminated quote in {text:?}")));
-    }
-    if started {
-        out.push(current);
-    }
-    (out, None)
 }
 
 /// What the specifiers of a unit stand for, for one manager and unit.
@@ -170,20 +84,24 @@ pub struct Specifiers {
 
 /// `\xHH` escapes of a unit name part undone (`%I`, `%P`).
 fn unescape_name(text: &str) -> String {
-    let chars: Vec<char> = text.chars().collect();
     let mut out = String::new();
-    let mut at = 0;
-    while at < chars.len() {
-        if chars[at] == '\\' && chars.get(at + 1) == Some(&'x') {
-            let (c, used) = escape(&chars[at + 1..]);
-            if let Some(c) = c.filter(|_| used == 3) {
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        let escaped = rest
+            .strip_prefix("\\x")
+            .and_then(|hex| hex.get(..2))
+            .and_then(|hex| u32::from_str_radix(hex, 16).ok())
+            .and_then(char::from_u32);
+        match escaped {
+            Some(unescaped) => {
+                out.push(unescaped);
+                rest = &rest[4..];
+            }
+            None => {
                 out.push(c);
-                at += 4;
-                continue;
+                rest = &rest[c.len_utf8()..];
             }
         }
-        out.push(chars[at]);
-        at += 1;
     }
     out
 }
@@ -464,23 +382,32 @@ mod tests {
                     Environment = A=1 \\\n  B=2\n; ExecStart=/bin/false\n#ExecStart=/bin/false\n\
                     ExecStart=rch-sweep\n\n[Install]\nWantedBy=timers.target\n";
         assert_eq!(
-            service_assignments(text),
+            pairs(&service_assignments(text)),
             [
-                ("Environment".to_owned(), "A=1  B=2".to_owned()),
-                ("ExecStart".into(), "rch-sweep".into())
+                (6, "Environment", "A=1    B=2"),
+                (9, "ExecStart", "rch-sweep")
             ]
         );
     }
 
+    fn pairs(assignments: &[Assignment]) -> Vec<(usize, &str, &str)> {
+        assignments
+            .iter()
+            .map(|a| (a.line, a.key.as_str(), a.value.as_str()))
+            .collect()
+    }
+
     #[test]
-    fn words_unquote_and_unescape_as_systemd_does() {
+    fn an_even_run_of_backslashes_continues_nothing() {
+        let text = "[Service]\nEnvironment=V=ok\\\\\nExecStart=x \\\\\\\n  -q\r\nUser=a \\ \n";
         assert_eq!(
-            words(r#"A=1 "B=x y" 'C=$HOME' D="e"f g\ h \x41\t\s"#).expect("words"),
-            strings(&["A=1", "B=x y", "C=$HOME", "D=ef", "g h", "A\t "])
+            pairs(&service_assignments(text)),
+            [
+                (2, "Environment", "V=ok\\\\"),
+                (4, "ExecStart", "x \\\\   -q"),
+                (5, "User", "a \\"),
+            ]
         );
-        assert_eq!(words("  ").expect("words"), Vec::<String>::new());
-        assert_eq!(words("\"\"").expect("words"), strings(&[""]));
-        assert!(words("\"open").is_err());
     }
 
     fn specifiers() -> Specifiers {
@@ -559,10 +486,10 @@ mod tests {
         let text = "[Service]\nEnvironment=A=3\\\n# this line is ignored\n\
                     ; this line is ignored too\n       B=4\n# c \\\nExecStart=rch-sweep\n";
         assert_eq!(
-            service_assignments(text),
+            pairs(&service_assignments(text)),
             [
-                ("Environment".to_owned(), "A=3 B=4".to_owned()),
-                ("ExecStart".into(), "rch-sweep".into())
+                (5, "Environment", "A=3        B=4"),
+                (7, "ExecStart", "rch-sweep")
             ]
         );
     }

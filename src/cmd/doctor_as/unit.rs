@@ -43,7 +43,7 @@ pub(super) fn plan(
     let mut plan = Plan::default();
     let version = systemd_version(&mut plan);
     let loaded = match from_manager(user_manager, &unit, &mut plan) {
-        Some((ManagerLoad::Service(service), manager_env)) => Some((service, manager_env)),
+        Some((ManagerLoad::Service(service), manager_env)) => Some((*service, manager_env)),
         Some((ManagerLoad::Masked, _)) => None,
         // The manager answers, but has no such unit: what is on disk (the
         // shipped unit, said so) in the manager's environment.
@@ -76,9 +76,8 @@ pub(super) fn plan(
         });
         return Ok(plan);
     };
-    for problem in &service.problems {
-        plan.warnings.push(format!("systemd ignores {problem}"));
-    }
+    plan.warnings.extend(service.problems.iter().cloned());
+    plan.failures.extend(service.fatal.iter().cloned());
     if let Some(runs_as) = service
         .user
         .as_deref()
@@ -265,7 +264,7 @@ fn options(service: &Service, env: &Vars, unit: &str, plan: &mut Plan) -> Option
 
 /// What a manager has of the unit.
 enum ManagerLoad {
-    Service(Service),
+    Service(Box<Service>),
     /// Masked: systemd starts nothing (said in the plan's failures).
     Masked,
     /// Not found (or another load state, said in a warning).
@@ -451,7 +450,7 @@ fn from_manager(user_manager: bool, unit: &str, plan: &mut Plan) -> Option<(Mana
         return Some((ManagerLoad::NotFound, manager_env));
     }
     plan.from.push(format!("{who}: {}", shown.files.join(", ")));
-    Some((ManagerLoad::Service(shown.service), manager_env))
+    Some((ManagerLoad::Service(Box::new(shown.service)), manager_env))
 }
 
 /// The unit from its files on disk; the shipped unit when none is
