@@ -583,3 +583,62 @@ fn unit_escapes_are_read_as_systemd_analyze_reads_them() {
         );
     }
 }
+
+/// Issue 48: a line of an environment file that systemd drops, though it
+/// looks meant to set a variable, gets a note naming the file and the
+/// line: `export NAME=value` (systemd takes no `export`) and, before
+/// systemd 254, a line taken into a comment above it that ends in `\`
+/// (the README promised a note for it; none appeared). In an
+/// `EnvironmentFile=` and in `environment.d` alike.
+#[test]
+fn environment_file_lines_systemd_drops_are_noted_with_file_and_line() {
+    let Some(units) =
+        Units::new("environment_file_lines_systemd_drops_are_noted_with_file_and_line")
+    else {
+        return;
+    };
+    units.write_home(
+        ".config/rch-sweep/lease.env",
+        &format!(
+            "RCH_SWEEP_LEASE_DIR={}\nexport RCH_SWEEP_LEASE_DIR={}\n# was C:\\\nRCH_SWEEP_STATE_FILE=/x\n",
+            units.good(),
+            units.wrong()
+        ),
+    );
+    units.write_home(
+        ".config/environment.d/50-rch.conf",
+        "export RCH_SOCKET_PATH=/nowhere.sock\n",
+    );
+    units.write_home(
+        ".config/systemd/user/rch-sweep.service",
+        &unit(&format!(
+            "EnvironmentFile=%h/.config/rch-sweep/lease.env\nExecStart={BIN}"
+        )),
+    );
+    let (_, document, _) = units.document("user-timer");
+    assert!(
+        finding(&document, "lease_dir").contains(&units.good()),
+        "{document}"
+    );
+    let notes: Vec<&str> = document["notes"]
+        .as_array()
+        .expect("notes")
+        .iter()
+        .filter_map(|n| n.as_str())
+        .collect();
+    let has = |text: &str| notes.iter().any(|n| n.contains(text));
+    assert!(
+        has(
+            "EnvironmentFile /root/.config/rch-sweep/lease.env: line 2: \"export RCH_SWEEP_LEASE_DIR\" is no variable name (systemd takes no `export` before a name)"
+        ),
+        "{notes:?}"
+    );
+    assert!(
+        has(
+            "environment.d /root/.config/environment.d/50-rch.conf: line 1: \"export RCH_SOCKET_PATH\" is no variable name"
+        ),
+        "{notes:?}"
+    );
+    let swallowed = "EnvironmentFile /root/.config/rch-sweep/lease.env: line 4: systemd reads it as part of the comment on line 3";
+    assert_eq!(has(swallowed), systemd_version() < 254, "{notes:?}");
+}

@@ -178,22 +178,75 @@ pub fn systemd_version(first_line: &str) -> Option<u32> {
 /// dropped; a backslash escapes the next character (a newline too: the
 /// value goes on); single quotes literal; in double quotes a backslash
 /// escapes only `"`, `\`, `` ` ``, `$` and a newline. A line without `=`,
-/// or with a key that cannot name a variable, is ignored.
-pub fn environment_file(text: &str, version: u32) -> Vars {
+/// or with a key that cannot name a variable (`export NAME=` too), is
+/// ignored. With the variables come notes, `line N: ...`, for each line
+/// systemd drops that looks meant to set one (see [`EnvFile::notes`]).
+pub fn environment_file(text: &str, version: u32) -> (Vars, Vec<String>) {
+    let read = read_environment_file(text, version);
     let mut out = Vars::new();
-    for (key, value) in assignments(text, version) {
-        if is_var_name(&key) {
-            vars::set(&mut out, &key, &value);
+    for assignment in &read.assignments {
+        if is_var_name(&assignment.key) {
+            vars::set(&mut out, &assignment.key, &assignment.value);
         }
     }
-    out
+    (out, read.notes())
 }
 
-/// The `KEY=VALUE` assignments of an environment file, in order, keys
-/// trimmed and not yet checked, read as [`environment_file`] says.
-pub fn assignments(text: &str, version: u32) -> Vec<(String, String)> {
-    let mut out = Vec::new();
+/// An environment file as systemd reads it, before the names are checked.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct EnvFile {
+    /// The `KEY=VALUE` assignments, in order, keys trimmed, each with the
+    /// line its key stands on.
+    pub assignments: Vec<Assignment>,
+    /// Lines taken into a comment above them that ends in `\` (systemd
+    /// before 254), each with the comment's line: `(line, comment line)`.
+    pub swallowed: Vec<(usize, usize)>,
+}
+
+impl EnvFile {
+    /// What systemd drops that a reader would take for a setting: a key
+    /// that names no variable (`export NAME=value`: systemd 252 takes no
+    /// `export`), a line taken into a comment.
+    pub fn notes(&self) -> Vec<String> {
+        let mut notes: Vec<(usize, String)> = self
+            .assignments
+            .iter()
+            .filter(|a| !is_var_name(&a.key))
+            .map(|a| {
+                let why = if a.key.starts_with("export ") {
+                    " (systemd takes no `export` before a name)"
+                } else {
+                    ""
+                };
+                (
+                    a.line,
+                    format!(
+                        "line {}: {:?} is no variable name{why}, so systemd ignores the line",
+                        a.line, a.key
+                    ),
+                )
+            })
+            .collect();
+        notes.extend(self.swallowed.iter().map(|(line, comment)| {
+            (
+                *line,
+                format!(
+                    "line {line}: systemd reads it as part of the comment on line {comment}, which ends in \\ (as systemd before 254 does), and ignores it"
+                ),
+            )
+        }));
+        notes.sort();
+        notes.into_iter().map(|(_, note)| note).collect()
+    }
+}
+
+/// An environment file read as [`environment_file`] says.
+pub fn read_environment_file(text: &str, version: u32) -> EnvFile {
+    let mut out = EnvFile::default();
     let chars: Vec<char> = text.chars().collect();
+    // The line of the character at an index: 1 and the newlines before it.
+    let newlines: Vec<usize> = (0..chars.len()).filter(|&i| chars[i] == '\n').collect();
+    let line_of = |at: usize| newlines.partition_point(|&newline| newline < at) + 1;
     let mut at = 0;
     while at < chars.len() {
         // The start of a line: blanks, then a comment or a key.
@@ -204,7 +257,15 @@ pub fn assignments(text: &str, version: u32) -> Vec<(String, String)> {
             break;
         }
         if matches!(chars[at], '#' | ';') {
-            at = comment_end(&chars, at + 1, version);
+            let comment = line_of(at);
+            let (end, continued) = comment_end(&chars, at + 1, version);
+            out.swallowed.extend(
+                continued
+                    .into_iter()
+                    .map(|newline| (line_of(newline + 1), comment))
+                    .filter(|(line, _)| *line <= newlines.len() + 1),
+            );
+            at = end;
             continue;
         }
         if chars[at] == '\n' {
@@ -223,26 +284,39 @@ pub fn assignments(text: &str, version: u32) -> Vec<(String, String)> {
         at += 1;
         let (value, next) = file_value(&chars, at);
         at = next;
-        out.push((key.trim().to_owned(), value));
+        out.assignments.push(Assignment {
+            line: line_of(key_start),
+            key: key.trim().to_owned(),
+            value,
+        });
     }
     out
 }
 
-/// Where the line after a comment starts, the comment's text from `at`.
-fn comment_end(chars: &[char], mut at: usize, version: u32) -> usize {
+/// Where the line after a comment starts, the comment's text from `at`,
+/// and the newlines an escape took into it (before v254).
+fn comment_end(chars: &[char], mut at: usize, version: u32) -> (usize, Vec<usize>) {
+    let mut continued = Vec::new();
     while let Some(&c) = chars.get(at) {
         at += 1;
         match c {
             '\n' => break,
             '\\' => match chars.get(at) {
-                Some('\n') if version >= COMMENT_ENDS_AT_ESCAPED_NEWLINE => return at + 1,
-                Some(_) => at += 1,
+                Some('\n') if version >= COMMENT_ENDS_AT_ESCAPED_NEWLINE => {
+                    return (at + 1, continued);
+                }
+                Some(next) => {
+                    if *next == '\n' {
+                        continued.push(at);
+                    }
+                    at += 1;
+                }
                 None => {}
             },
             _ => {}
         }
     }
-    at
+    (at, continued)
 }
 
 /// A value of an environment file from `at`: the value and where the next
@@ -446,7 +520,7 @@ mod tests {
     fn an_environment_file_as_systemd_reads_it() {
         let text = "# comment\n; also\n  A=1  \nB = two words \nC='single $x'\n\
                     D=\"dq \\\"x\\\" \\n\"\nE=a\\\nb\nnot a line\n1X=bad\nF=\r\nG=\"multi\nline\"\n";
-        let vars = environment_file(text, 252);
+        let (vars, _) = environment_file(text, 252);
         let get = |name| vars::get(&vars, name);
         assert_eq!(get("A"), Some("1"));
         assert_eq!(get("B"), Some("two words"));
@@ -464,12 +538,29 @@ mod tests {
         let text = "A=good\n# old path was C:\\\nA=wrong\n; x \\\\\nB=2\n#\\\nC=3\n";
         // 252 (Debian 12): "A=wrong" is comment; "\\\\" is one escaped
         // backslash, so B's line is not; "#\\" takes "C=3".
-        let old = environment_file(text, 252);
+        let (old, notes) = environment_file(text, 252);
         assert_eq!(vars::get(&old, "A"), Some("good"));
         assert_eq!(vars::get(&old, "B"), Some("2"));
         assert_eq!(vars::get(&old, "C"), None);
+        assert_eq!(
+            notes,
+            [
+                "line 3: systemd reads it as part of the comment on line 2, which ends in \\ (as systemd before 254 does), and ignores it",
+                "line 7: systemd reads it as part of the comment on line 6, which ends in \\ (as systemd before 254 does), and ignores it",
+            ]
+        );
+        // An export before the name, or another name systemd refuses.
+        let (vars, notes) = environment_file("A=1\nexport B=2\n\n bad-name = 3\nC\n", 252);
+        assert_eq!(vars, [("A".to_owned(), "1".to_owned())]);
+        assert_eq!(
+            notes,
+            [
+                "line 2: \"export B\" is no variable name (systemd takes no `export` before a name), so systemd ignores the line",
+                "line 4: \"bad-name\" is no variable name, so systemd ignores the line",
+            ]
+        );
         // 254 and later: a comment ends at the newline, whatever precedes it.
-        let new = environment_file(text, COMMENT_ENDS_AT_ESCAPED_NEWLINE);
+        let (new, _) = environment_file(text, COMMENT_ENDS_AT_ESCAPED_NEWLINE);
         assert_eq!(vars::get(&new, "A"), Some("wrong"));
         assert_eq!(vars::get(&new, "B"), Some("2"));
         assert_eq!(vars::get(&new, "C"), Some("3"));

@@ -158,7 +158,13 @@ fn environment_files(
                 Ok(text) => {
                     plan.from
                         .push(format!("EnvironmentFile {}", path.display()));
-                    files.push(syntax::environment_file(&text, version));
+                    let (vars, notes) = syntax::environment_file(&text, version);
+                    files.push(vars);
+                    plan.notes.extend(
+                        notes
+                            .into_iter()
+                            .map(|note| format!("EnvironmentFile {}: {note}", path.display())),
+                    );
                     continue;
                 }
                 Err(NotRead::Io(error)) => match error.kind() {
@@ -375,7 +381,12 @@ fn manager_environment(
         match fsio::read_regular_text(&file, MAX_UNIT_TEXT) {
             Ok(text) => {
                 plan.from.push(format!("environment.d {}", file.display()));
-                environment_d::apply(&mut env, &text, version);
+                let notes = environment_d::apply(&mut env, &text, version);
+                plan.notes.extend(
+                    notes
+                        .into_iter()
+                        .map(|note| format!("environment.d {}: {note}", file.display())),
+                );
             }
             Err(error) => plan.warnings.push(format!(
                 "environment.d file {} cannot be read ({error}): its variables are not checked",
