@@ -503,6 +503,19 @@ fn a_sh_c_line_is_followed_to_its_command() {
     );
 }
 
+/// `doctor --as cron --json` once `crontab` is the account's crontab,
+/// `SWEEP` in it standing for the built binary with the world's lease
+/// directory and `rch`.
+fn checked(user: &CronUser, rch: &Path, crontab: &str) -> Value {
+    let sweep = format!(
+        "{BIN} --lease-dir {} --rch {}",
+        user.world.leases().display(),
+        rch.display()
+    );
+    user.crontab(&crontab.replace("SWEEP", &sweep));
+    one_document(&user.doctor(&["doctor", "--as", "cron", "--json"]))
+}
+
 /// Issue 48: `exec rch-sweep` is the shell's own way to start it.
 #[test]
 fn an_exec_line_is_followed() {
@@ -510,15 +523,9 @@ fn an_exec_line_is_followed() {
         return;
     };
     let rch = user.world.daemon_rch("rch", "exit 1");
-    let leases = user.world.leases();
     user.hand_over();
-    user.crontab(&format!(
-        "0 0 30 2 * exec {BIN} --lease-dir {} --rch {}\n",
-        leases.display(),
-        rch.display()
-    ));
-    let output = user.doctor(&["doctor", "--as", "cron", "--json"]);
-    let document = one_document(&output);
+    let document = checked(&user, &rch, "0 0 30 2 * exec SWEEP\n");
+    let leases = user.world.leases();
     assert_eq!(
         lease_dir_of(report_of(&document, 1)),
         utf8(&leases),
@@ -573,15 +580,9 @@ fn what_stands_before_an_unescaped_percent_is_the_command() {
         return;
     };
     let rch = user.world.daemon_rch("rch", "exit 1");
-    let leases = user.world.leases();
     user.hand_over();
-    user.crontab(&format!(
-        "0 0 30 2 * {BIN} --lease-dir {} --rch {} % nothing for stdin%\n",
-        leases.display(),
-        rch.display()
-    ));
-    let output = user.doctor(&["doctor", "--as", "cron", "--json"]);
-    let document = one_document(&output);
+    let document = checked(&user, &rch, "0 0 30 2 * SWEEP % nothing for stdin%\n");
+    let leases = user.world.leases();
     assert_eq!(
         lease_dir_of(report_of(&document, 1)),
         utf8(&leases),
