@@ -16,6 +16,25 @@ const RCH_HELP: &str = "The client that performs a recovery; a bare name is look
 [default: rch on PATH (absolute entries only), else $HOME/.local/bin/rch, else \
 $HOME/.cargo/bin/rch, else /usr/local/bin/rch]";
 
+/// The programs `doctor` starts, and no others, each with when: the one
+/// list `doctor --help` gives, and the README and the man page give word
+/// for word (tests/operate.rs holds them to it).
+pub const DOCTOR_STARTS: [&str; 8] = [
+    "rch --version",
+    "rch --capabilities",
+    "rch jobs recover --help",
+    "rch --json --format json daemon status",
+    "crontab -l (with --as cron)",
+    "systemctl --version (with --as user-timer or --as system-timer)",
+    "systemctl [--user] show (with --as user-timer or --as system-timer)",
+    "itself (with --as)",
+];
+
+/// [`DOCTOR_STARTS`] as the sentence the docs give.
+pub fn doctor_starts() -> String {
+    format!("starts no program but these: {}.", DOCTOR_STARTS.join("; "))
+}
+
 /// `--backoff-max`'s default: also the cap `status` and `explain`, which do
 /// not take the flag, show a next attempt with.
 pub const DEFAULT_BACKOFF_MAX_SECS: u64 = 21_600;
@@ -294,20 +313,19 @@ pub enum Command {
     Explain(ExplainArgs),
     /// Check what a timer run with these options would meet; changes nothing
     #[command(
-        long_about = "Check what a timer run with these options would meet: the lease directory, \
-the state file and its folder, the locks, rch (what `rch --version` and `rch --capabilities` \
-say, and whether a timer's or cron's PATH finds the same one), rch's daemon (whether it answers where rch looks \
+        long_about = format!("Check what a timer run with these options would meet: the lease directory, \
+the state file and its folder, the locks, rch (what `rch --version` and `rch --capabilities` say, and whether a \
+timer's or cron's PATH finds the same one), rch's daemon (whether it answers where rch looks \
 for it), the metrics file, the journals a dry run would judge, the host (PID namespace, free \
 space where the state is saved) and the environment (which decisions rest on variables a timer \
 or cron line lacks). Each check is ok, warn or fail, with a fix; a real run refuses exactly what \
-this reports as fail. Writes, renames and creates nothing, takes no lock, and starts no program \
-but `rch --version`, `rch --capabilities`, `rch jobs recover --help` and `rch --json --format \
-json daemon status` (and asks rch's daemon for its health; with --as, also `crontab -l`, `systemctl show` and itself). With --as ROUTE it reads \
+this reports as fail. Writes, renames and creates nothing and takes no lock; it asks rch's daemon \
+for its health, and it {DOCTOR_STARTS_SENTENCE} With --as ROUTE it reads \
 that route's own configuration (cron: your crontab, each rch-sweep line checked with its own \
 options and variables; user-timer and system-timer: the unit and its drop-ins as systemd would \
 start it) and re-executes itself with those options in that environment and nothing else; the \
 options given on the command line count only where the route gives none. Exit status: 0 when \
-no check fails, 1 otherwise."
+no check fails, 1 otherwise.", DOCTOR_STARTS_SENTENCE = doctor_starts())
     )]
     Doctor(DoctorArgs),
 }

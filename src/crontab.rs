@@ -160,13 +160,22 @@ fn job(line: &str, with_user: bool) -> Option<(String, String, String)> {
     Some((schedule, user, command.to_owned()))
 }
 
-/// The command as cron hands it to the shell: `\%` becomes `%`; `None` at
-/// an unescaped `%`, where cron ends the command and feeds the rest to it
-/// as standard input.
-pub fn cron_command(command: &str) -> Option<String> {
+/// A job's command as cron splits it (Debian's cron 3.0pl1, `do_command`;
+/// crontab(5)): the text up to the first unescaped `%` goes to the shell,
+/// with `\%` made `%` (any other backslash stays for the shell); the text
+/// after it, when there is one, is the command's standard input, each
+/// further unescaped `%` made a newline and `\%` a `%`.
+#[derive(Debug, PartialEq, Eq)]
+pub struct CronCommand {
+    pub command: String,
+    pub input: Option<String>,
+}
+
+pub fn cron_command(command: &str) -> CronCommand {
     let mut out = String::with_capacity(command.len());
     let mut escaped = false;
-    for c in command.chars() {
+    let mut chars = command.chars();
+    while let Some(c) = chars.next() {
         if escaped {
             if c == '%' {
                 out.pop();
@@ -176,12 +185,42 @@ pub fn cron_command(command: &str) -> Option<String> {
             continue;
         }
         if c == '%' {
-            return None;
+            return CronCommand {
+                command: out,
+                input: Some(standard_input(chars.as_str())),
+            };
         }
         escaped = c == '\\';
         out.push(c);
     }
-    Some(out)
+    CronCommand {
+        command: out,
+        input: None,
+    }
+}
+
+/// What cron writes to the command's standard input: `%` a newline, `\%`
+/// a `%`, every other backslash kept.
+fn standard_input(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut escaped = false;
+    for c in text.chars() {
+        if escaped {
+            if c != '%' {
+                out.push('\\');
+            }
+            out.push(c);
+            escaped = false;
+        } else if c == '\\' {
+            escaped = true;
+        } else {
+            out.push(if c == '%' { '\n' } else { c });
+        }
+    }
+    if escaped {
+        out.push('\\');
+    }
+    out
 }
 
 /// What cron gives every job of an account before the crontab's own
@@ -235,6 +274,10 @@ pub struct Sweep {
     pub cwd: String,
     /// Every program that must be found for it to start.
     pub lookups: Vec<wrappers::Lookup>,
+    /// Every folder a `cd DIR &&` of the line must enter.
+    pub folders: Vec<String>,
+    /// The standard input cron gives it (what follows a `%`), if any.
+    pub input: Option<String>,
 }
 
 /// What doctor makes of a job line that mentions rch-sweep.
@@ -333,6 +376,11 @@ fn read_lines(text: &str, base: &Base, system_user: Option<&str>) -> Reading {
 /// The sweep a job line's command runs in `env`, or why doctor cannot
 /// follow it, or why it fails.
 ///
+/// cron hands the command up to its first unescaped `%` to `$SHELL -c`
+/// (see [`cron_command`]); what it cuts off is standard input, which no
+/// sweep reads. A `%` inside quotes cuts them too, so the shell then reads
+/// an unterminated quote and the line fails at every run.
+///
 /// A carriage return at the end of a line (a crontab saved with Windows
 /// line ends) is no line end to Debian's cron: `load_entry` reads the
 /// command up to the newline, so the CR is its last character, and the
@@ -342,30 +390,38 @@ fn read_lines(text: &str, base: &Base, system_user: Option<&str>) -> Reading {
 /// than checking a sweep cron never starts (or showing clap's message
 /// about an argument that looks like one it knows).
 fn follow(command: &str, env: &Env) -> Follow {
-    let Some(command) = cron_command(command) else {
-        return Follow::Cannot(
-            "an unescaped % (cron ends the command there and sends the rest to it as standard input; write \\% for a %)"
-                .to_owned(),
-        );
-    };
+    let CronCommand { command, input } = cron_command(command);
+    let shell = get(env, "SHELL")
+        .filter(|s| !s.is_empty())
+        .unwrap_or("/bin/sh");
+    if let Some(why) = wrappers::unread_shell(shell, env) {
+        return Follow::Cannot(format!("cron runs the line with SHELL={shell}: {why}"));
+    }
     let lookup = |name: &str| get(env, name).map(str::to_owned);
-    let split = match shell_words::split(&command, &lookup) {
-        Ok(split) => split,
-        Err(why) if command.ends_with('\r') => {
+    if command.ends_with('\r') {
+        match last_command(&command, &lookup) {
+            Err(why) => {
+                return Follow::Fails(format!(
+                    "the line ends in a carriage return, which cron keeps in the command, and sh reads it as part of {why}; remove it (sed -i 's/\\r$//' FILE, then crontab FILE)"
+                ));
+            }
+            Ok(last) => {
+                if let Some(why) = carriage_return(&last) {
+                    return Follow::Fails(why);
+                }
+            }
+        }
+    }
+    let home = get(env, "HOME").unwrap_or("/").to_owned();
+    let started = match wrappers::follow_line(&command, env, &home) {
+        Ok(started) => started,
+        Err(why) if input.is_some() && why.contains("unterminated") => {
             return Follow::Fails(format!(
-                "the line ends in a carriage return, which cron keeps in the command, and sh reads it as part of {why}; remove it (sed -i 's/\\r$//' FILE, then crontab FILE)"
+                "cron ends the command at its first unescaped %, inside quotes, so sh reads {why} and runs nothing (exit 2); write \\% for a %"
             ));
         }
         Err(why) => return Follow::Cannot(why),
     };
-    let home = get(env, "HOME").unwrap_or("/").to_owned();
-    let started = match wrappers::follow(&split, env, &home) {
-        Ok(started) => started,
-        Err(why) => return carriage_return(&split).map_or(Follow::Cannot(why), Follow::Fails),
-    };
-    if let Some(why) = carriage_return(&split) {
-        return Follow::Fails(why);
-    }
     let mut args = started.args;
     if args.first().is_some_and(|first| first == "run") {
         args.remove(0);
@@ -382,7 +438,24 @@ fn follow(command: &str, env: &Env) -> Follow {
         env: started.env,
         cwd: started.cwd,
         lookups: started.lookups,
+        folders: started.folders,
+        input,
     })
+}
+
+/// The last simple command of a command line (after its `&&`s), each
+/// split in `env`: where a carriage return at the line's end lands.
+fn last_command(
+    command: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<shell_words::SimpleCommand, String> {
+    let mut rest = command;
+    loop {
+        match shell_words::split_first(rest, env)? {
+            (last, None) => return Ok(last),
+            (_, Some(after)) => rest = after,
+        }
+    }
 }
 
 /// What a carriage return kept in a word of the command does, if one is.
@@ -488,13 +561,28 @@ mod tests {
 
     #[test]
     fn percent_signs_as_cron_reads_them() {
-        assert_eq!(cron_command("a \\% b").as_deref(), Some("a % b"));
-        assert_eq!(cron_command("a \\\\ b").as_deref(), Some("a \\\\ b"));
-        assert_eq!(cron_command("a \\x").as_deref(), Some("a \\x"));
-        assert_eq!(cron_command("date +%s"), None);
+        let whole = |command: &str| CronCommand {
+            command: command.to_owned(),
+            input: None,
+        };
+        let cut = |command: &str, input: &str| CronCommand {
+            command: command.to_owned(),
+            input: Some(input.to_owned()),
+        };
+        assert_eq!(cron_command("a \\% b"), whole("a % b"));
+        assert_eq!(cron_command("a \\\\ b"), whole("a \\\\ b"));
+        assert_eq!(cron_command("a \\x"), whole("a \\x"));
+        // The first unescaped % ends the command; the rest is standard
+        // input, each later % a newline, \% a %, other backslashes kept.
+        assert_eq!(cron_command("date +%s"), cut("date +", "s"));
+        assert_eq!(
+            cron_command("mail -s hi x%line 1%line \\%2\\n\\"),
+            cut("mail -s hi x", "line 1\nline %2\\n\\")
+        );
+        assert_eq!(cron_command("rch-sweep%"), cut("rch-sweep", ""));
         // Quotes do not protect it: cron splits before the shell reads.
-        assert_eq!(cron_command("date '+%s'"), None);
-        assert_eq!(cron_command("a \\\\%"), None);
+        assert_eq!(cron_command("date '+%s'"), cut("date '+", "s'"));
+        assert_eq!(cron_command("a \\\\%b"), cut("a \\\\", "b"));
     }
 
     fn sweep(job: &Job) -> &Sweep {
@@ -647,7 +735,7 @@ mod tests {
     fn a_line_doctor_cannot_follow_says_why() {
         let text = "*/5 * * * * rch-sweep --quiet | logger -t rch-sweep\n\
                     @daily rch-sweep --metrics-file /m/rch-sweep-$(date +\\%F).prom\n\
-                    @daily rch-sweep >/tmp/out-%H\n\
+                    @daily rch-sweep ; date '+%H'\n\
                     @daily flock -n /tmp/l rch-sweep\n\
                     @daily rch-sweep status\n\
                     @daily sudo rch-sweep\n\
@@ -665,11 +753,82 @@ mod tests {
         assert_eq!(whys.len(), 7, "{whys:?}");
         assert!(whys[0].1.contains("a pipe"), "{whys:?}");
         assert!(whys[1].1.contains("command substitution"), "{whys:?}");
-        assert!(whys[2].1.contains("unescaped %"), "{whys:?}");
+        assert!(whys[2].1.contains("a command list (;)"), "{whys:?}");
         assert_eq!(whys[3], (4, "followed".to_owned()));
         assert!(whys[4].1.contains("`rch-sweep status`"), "{whys:?}");
         assert!(whys[5].1.contains("it runs sudo"), "{whys:?}");
         assert_eq!(whys[6], (8, "followed".to_owned()));
+    }
+
+    #[test]
+    fn lines_cron_runs_through_a_shell_are_followed() {
+        let text = "@daily rch-sweep --quiet % nothing for stdin%two\n\
+                    @daily exec rch-sweep -q\n\
+                    @daily cd /srv && cd l && rch-sweep\n\
+                    @daily sh -c 'cd && exec nice rch-sweep --json' >/dev/null 2>&1\n\
+                    @daily /bin/bash -ec \"rch-sweep --lease-dir $HOME/l\"\n\
+                    @daily cd ~ && rch-sweep\n";
+        let reading = read(text, &defaults());
+        assert_eq!(reading.jobs.len(), 6);
+        let first = sweep(&reading.jobs[0]);
+        assert_eq!(first.args, ["--quiet"]);
+        assert_eq!(first.input.as_deref(), Some(" nothing for stdin\ntwo"));
+        assert!(first.folders.is_empty());
+        let second = sweep(&reading.jobs[1]);
+        assert_eq!(
+            (second.program.as_str(), &second.args[..]),
+            ("rch-sweep", &["-q".to_owned()][..])
+        );
+        let names: Vec<&str> = second.lookups.iter().map(|l| l.program.as_str()).collect();
+        assert_eq!(names, ["rch-sweep"], "exec is the shell's own");
+        let third = sweep(&reading.jobs[2]);
+        assert_eq!(third.folders, ["/srv", "/srv/l"]);
+        assert_eq!(third.cwd, "/srv/l");
+        assert_eq!(third.lookups[0].cwd, "/srv/l");
+        let fourth = sweep(&reading.jobs[3]);
+        assert_eq!(fourth.args, ["--json"]);
+        assert_eq!(fourth.folders, ["/home/alice"]);
+        let names: Vec<&str> = fourth.lookups.iter().map(|l| l.program.as_str()).collect();
+        assert_eq!(names, ["sh", "nice", "rch-sweep"]);
+        let fifth = sweep(&reading.jobs[4]);
+        assert_eq!(fifth.args, ["--lease-dir", "/home/alice/l"]);
+        assert_eq!(sweep(&reading.jobs[5]).cwd, "/home/alice");
+    }
+
+    #[test]
+    fn what_the_shell_cannot_run_or_doctor_cannot_read_is_said() {
+        let follow_of = |line: &str| read(line, &defaults()).jobs.remove(0).follow;
+        // A % inside quotes: sh reads an unterminated quote at every run.
+        let Follow::Fails(why) = follow_of("@daily sh -c 'rch-sweep --x=%s'\n") else {
+            panic!("not a failure");
+        };
+        assert!(why.contains("unterminated single quote"), "{why}");
+        for (line, expected) in [
+            ("@daily true && rch-sweep\n", "runs true first"),
+            ("@daily cd - && rch-sweep\n", "cd -"),
+            ("@daily cd /a /b && rch-sweep\n", "more than one folder"),
+            (
+                "@daily cd /a && rch-sweep && true\n",
+                "runs rch-sweep first",
+            ),
+            ("@daily rch-sweep &&\n", "nothing after &&"),
+            ("@daily exec >/dev/null # rch-sweep\n", "no command"),
+            ("@daily exec -a x rch-sweep\n", "exec -a"),
+            ("@daily sh rch-sweep.sh\n", "runs a script"),
+            ("@daily bash -lc rch-sweep\n", "bash -l"),
+            ("@daily sh -c # rch-sweep\n", "no command"),
+            (
+                "SHELL=/usr/bin/fish\n@daily rch-sweep\n",
+                "SHELL=/usr/bin/fish",
+            ),
+            ("BASH_ENV=/e\n@daily bash -c rch-sweep\n", "BASH_ENV=/e"),
+            ("CDPATH=/x\n@daily cd l && rch-sweep\n", "CDPATH"),
+        ] {
+            match follow_of(line) {
+                Follow::Cannot(why) => assert!(why.contains(expected), "{line}: {why}"),
+                other => panic!("{line}: {other:?}"),
+            }
+        }
     }
 
     #[test]

@@ -8,12 +8,16 @@
 //! `RCH_STATE_HOME` for every account) reaches every cron job, and doctor
 //! must read the same files the same way. [`steps`] reads a PAM service
 //! file (which `@include`s to follow, which env files `pam_env` reads and
-//! where its `conffile` is); [`env_file`] applies one env file as
-//! Linux-PAM 1.5.2's `_parse_env_file` does: `#` ends the line wherever it
-//! stands, a trailing `\` joins the next line, `export ` is skipped, a key
-//! of letters, digits and `_` only, a leading quote dropped along with
+//! where its `conffile` is). Each `pam_env` line reads its `conffile`
+//! (`/etc/security/pam_env.conf`) first, then its env file, and each file
+//! is read as Linux-PAM 1.5.2's `pam_env.c` reads it: [`conf_file`] the
+//! conffile (`NAME [DEFAULT=value] [OVERRIDE=value]`, `${VAR}` from what
+//! PAM's environment holds so far, `@{HOME}`, `@{SHELL}`, `@{PAM_USER}`
+//! from the account), [`env_file`] an env file (`#` ends the line wherever
+//! it stands, a trailing `\` joins the next line, `export ` is skipped, a
+//! key of letters, digits and `_` only, a leading quote dropped along with
 //! every quote that ends the value, a bare `NAME` unsets it, nothing
-//! expanded. Pure: the files are read elsewhere.
+//! expanded). Pure: the files are read elsewhere.
 
 use crate::vars::{self, Vars};
 
@@ -109,18 +113,19 @@ fn atoi(text: &str) -> u64 {
     digits.parse().unwrap_or(0)
 }
 
-/// The logical lines of a `pam_env` file (`_assemble_line`): blank and
-/// comment lines skipped, everything from a `#` dropped, a line whose end
-/// (before blanks) is `\` joined with the next.
-fn assembled(text: &str) -> Vec<String> {
+/// The logical lines of a `pam_env` file (`_assemble_line`), each with
+/// the number of the line it starts on: blank and comment lines skipped,
+/// everything from a `#` dropped, a line whose end (before blanks) is `\`
+/// joined with the next. A line keeps its newline, as `fgets` does.
+fn assembled(text: &str) -> Vec<(usize, String)> {
     let mut out = Vec::new();
-    let mut current: Option<String> = None;
-    for raw in text.split_inclusive('\n') {
+    let mut current: Option<(usize, String)> = None;
+    for (index, raw) in text.split_inclusive('\n').enumerate() {
         let line = raw.trim_start_matches([' ', '\n', '\t']);
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
-        let part = current.get_or_insert_with(String::new);
+        let (_, part) = current.get_or_insert_with(|| (index + 1, String::new()));
         if let Some((before, _)) = line.split_once('#') {
             part.push_str(before);
             out.extend(current.take());
@@ -139,9 +144,190 @@ fn assembled(text: &str) -> Vec<String> {
     out
 }
 
+/// What `@{ITEM}` stands for in cron's PAM session: `PAM_USER` is the
+/// crontab's owner, `HOME` and `SHELL` that account's passwd entry's.
+#[derive(Clone, Copy, Debug)]
+pub struct Items<'a> {
+    pub user: &'a str,
+    pub home: &'a str,
+    pub shell: &'a str,
+}
+
+/// What reading a conffile came to, beyond the variables it set.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct ConfRead {
+    /// What pam_env ignored or doctor could not tell, each `line N: ...`.
+    pub notes: Vec<String>,
+    /// The line where pam_env gave up (an unterminated `${` or `@{`): it
+    /// then reads no env file and fails the PAM session.
+    pub aborted: Option<usize>,
+}
+
+/// A `DEFAULT=` or `OVERRIDE=` value as `_parse_line` keeps it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum ConfValue {
+    Text(String),
+    /// `""`: the empty string, which defines the variable empty.
+    Empty,
+}
+
+/// Applies a `pam_env` conffile (`/etc/security/pam_env.conf`) to `env`,
+/// line by line as pam_env 1.5.2's `_parse_config_file` does: each line
+/// `NAME [DEFAULT=value] [OVERRIDE=value]` (a value quoted with `"` whole,
+/// or up to a blank; anything else on the line, trailing blanks included,
+/// makes it a bad line, ignored), values expanded (`${VAR}` from `env` as
+/// it stands, `@{ITEM}` from `items`, `\$` and `\@` literal, any other
+/// backslash dropped); then a non-empty `OVERRIDE` sets the variable, else
+/// a `DEFAULT` (empty when given as `""`), else it is unset.
+pub fn conf_file(text: &str, env: &mut Vars, items: &Items<'_>) -> ConfRead {
+    let mut read = ConfRead::default();
+    for (number, line) in assembled(text) {
+        let (name, default, over) = match conf_line(&line) {
+            Ok(parsed) => parsed,
+            Err(why) => {
+                read.notes
+                    .push(format!("line {number}: pam_env ignores it ({why})"));
+                continue;
+            }
+        };
+        let mut expand = |value: Option<ConfValue>| -> Result<Option<ConfValue>, String> {
+            Ok(match value {
+                Some(ConfValue::Text(text)) => Some(ConfValue::Text(conf_expand(
+                    &text,
+                    env,
+                    items,
+                    &mut read.notes,
+                    number,
+                )?)),
+                other => other,
+            })
+        };
+        let (default, over) = match (expand(default), expand(over)) {
+            (Ok(default), Ok(over)) => (default, over),
+            (Err(why), _) | (_, Err(why)) => {
+                read.notes.push(format!(
+                    "line {number}: {why}: pam_env stops reading there, reads no env file after it and fails the session"
+                ));
+                read.aborted = Some(number);
+                return read;
+            }
+        };
+        match (over, default) {
+            (Some(ConfValue::Text(value)), _) if !value.is_empty() => vars::set(env, &name, &value),
+            (_, Some(ConfValue::Text(value))) => vars::set(env, &name, &value),
+            (_, Some(ConfValue::Empty)) => vars::set(env, &name, ""),
+            (_, None) => vars::unset(env, &name),
+        }
+    }
+    read
+}
+
+/// One conffile line (`_parse_line`): the name, `DEFAULT`, `OVERRIDE`.
+type ConfLine = (String, Option<ConfValue>, Option<ConfValue>);
+
+fn conf_line(line: &str) -> Result<ConfLine, String> {
+    let end = line.find([' ', '\t', '\n']).unwrap_or(line.len());
+    let name = line[..end].to_owned();
+    let mut rest = &line[end..];
+    let (mut default, mut over) = (None, None);
+    // A count of the quoted values, as `_parse_line` keeps it: an empty
+    // unquoted value after a quoted one is taken as "" too.
+    let mut quoted = 0usize;
+    loop {
+        let after = rest.trim_start_matches([' ', '\t']);
+        if after.len() == rest.len() {
+            break;
+        }
+        rest = after;
+        let slot = if let Some(value) = rest.strip_prefix("DEFAULT=") {
+            rest = value;
+            &mut default
+        } else if let Some(value) = rest.strip_prefix("OVERRIDE=") {
+            rest = value;
+            &mut over
+        } else {
+            let shown = rest.trim_end_matches('\n');
+            return Err(if shown.is_empty() {
+                "blanks at its end, which pam_env reads as an unrecognized option".to_owned()
+            } else {
+                format!("an unrecognized option: {shown}")
+            });
+        };
+        let value = if let Some(inner) = rest.strip_prefix('"') {
+            let close = inner
+                .find('"')
+                .ok_or_else(|| format!("an unterminated quoted string: \"{}", inner.trim_end()))?;
+            let after = &inner[close + 1..];
+            if !after.is_empty() && !after.starts_with([' ', '\t', '\n']) {
+                return Err("quotes that do not cover the entire value".to_owned());
+            }
+            quoted += 1;
+            rest = after;
+            &inner[..close]
+        } else {
+            let end = rest.find([' ', '\t', '\n']).unwrap_or(rest.len());
+            let value = &rest[..end];
+            rest = &rest[end..];
+            value
+        };
+        if !value.is_empty() {
+            *slot = Some(ConfValue::Text(value.to_owned()));
+        } else if quoted > 0 {
+            quoted -= 1;
+            *slot = Some(ConfValue::Empty);
+        }
+    }
+    Ok((name, default, over))
+}
+
+/// A conffile value expanded (`_expand_arg`); `Err` for an unterminated
+/// `${` or `@{`.
+fn conf_expand(
+    value: &str,
+    env: &Vars,
+    items: &Items<'_>,
+    notes: &mut Vec<String>,
+    number: usize,
+) -> Result<String, String> {
+    let mut out = String::with_capacity(value.len());
+    let mut rest = value;
+    while let Some(c) = rest.chars().next() {
+        rest = &rest[c.len_utf8()..];
+        match c {
+            '\\' => {
+                if let Some(next @ ('$' | '@')) = rest.chars().next() {
+                    out.push(next);
+                    rest = &rest[1..];
+                }
+            }
+            '$' | '@' if rest.starts_with('{') => {
+                let Some(close) = rest.find('}') else {
+                    return Err(format!("an unterminated {c}{{ in {value:?}"));
+                };
+                let name = &rest[1..close];
+                rest = &rest[close + 1..];
+                if c == '$' {
+                    out.push_str(vars::get(env, name).unwrap_or_default());
+                    continue;
+                }
+                match name {
+                    "PAM_USER" => out.push_str(items.user),
+                    "HOME" => out.push_str(items.home),
+                    "SHELL" => out.push_str(items.shell),
+                    _ => notes.push(format!(
+                        "line {number}: @{{{name}}} is a PAM item doctor does not know in cron's session: taken as empty"
+                    )),
+                }
+            }
+            other => out.push(other),
+        }
+    }
+    Ok(out)
+}
+
 /// Applies a `pam_env` env file (`/etc/environment`) to `env`.
 pub fn env_file(text: &str, env: &mut Vars) {
-    for line in assembled(text) {
+    for (_, line) in assembled(text) {
         let line = line.trim_start_matches([' ', '\n', '\t']);
         let line = line.strip_prefix("export ").unwrap_or(line);
         let line = line.split(['\n', '#']).next().unwrap_or_default();
@@ -218,6 +404,70 @@ mod tests {
                 },
             ]
         );
+    }
+
+    #[test]
+    fn a_conffile_as_pam_env_reads_it() {
+        let items = Items {
+            user: "alice",
+            home: "/home/alice",
+            shell: "/bin/bash",
+        };
+        // GONE and KEEP are set before; a line with no non-empty value
+        // unsets its variable.
+        let mut env = pairs(&[("LANG", "C"), ("GONE", "x"), ("KEEP", "k")]);
+        let text = "# pam_env.conf\n\
+                    RCH_STATE_HOME DEFAULT=@{HOME}/.state\n\
+                    OWN DEFAULT=${RCH_STATE_HOME}/own OVERRIDE=${UNSET}\n\
+                    WINS DEFAULT=d OVERRIDE=\"o ${LANG}\"\n\
+                    EMPTY DEFAULT=\"\"\n\
+                    GONE\n\
+                    ALSO_GONE DEFAULT=\n\
+                    LIT DEFAULT=\\${LANG}\\x$LANG@{PAM_USER}@{SHELL}\n\
+                    TTY DEFAULT=t@{PAM_TTY}\n\
+                    TRAILING DEFAULT=x \n\
+                    ODD DEFAULT=x OTHER=y\n\
+                    OPEN DEFAULT=\"x\n\
+                    HALF DEFAULT=\"x\"y\n\
+                    JOINED DEFAULT=a\\\n\
+                    b\n\
+                    COMMENT DEFAULT=c # ends here\n\
+                    KEEP OVERRIDE=\n";
+        let read = conf_file(text, &mut env, &items);
+        assert_eq!(
+            env,
+            pairs(&[
+                ("LANG", "C"),
+                ("RCH_STATE_HOME", "/home/alice/.state"),
+                ("OWN", "/home/alice/.state/own"),
+                ("WINS", "o C"),
+                ("EMPTY", ""),
+                ("LIT", "${LANG}x$LANGalice/bin/bash"),
+                ("TTY", "t"),
+                ("JOINED", "ab"),
+            ])
+        );
+        assert_eq!(read.aborted, None);
+        let notes = read.notes.join("\n");
+        for said in [
+            "line 9: @{PAM_TTY} is a PAM item doctor does not know",
+            "line 10: pam_env ignores it (blanks at its end",
+            "line 11: pam_env ignores it (an unrecognized option: OTHER=y)",
+            "line 12: pam_env ignores it (an unterminated quoted string",
+            "line 13: pam_env ignores it (quotes that do not cover the entire value)",
+            "line 16: pam_env ignores it (blanks at its end",
+        ] {
+            assert!(notes.contains(said), "{said} not in {notes}");
+        }
+        // An unterminated ${ ends the reading: what came before stays.
+        let mut env = Vars::new();
+        let read = conf_file(
+            "A DEFAULT=1\nB DEFAULT=${OPEN\nC DEFAULT=3\n",
+            &mut env,
+            &items,
+        );
+        assert_eq!(env, pairs(&[("A", "1")]));
+        assert_eq!(read.aborted, Some(2));
     }
 
     fn applied(text: &str) -> Vars {

@@ -15,7 +15,7 @@
 //! begins `Error: `, and only that line is matched: a phrase in a log line,
 //! a progress line or any other line of the tail is not rch's answer.
 //!
-//! **rch's words as its sources write them.** A row's [`Words::Rch`] is a
+//! **rch's words as its sources write them.** A row's [`Wording::Rch`] is a
 //! format string copied from rch's (or its pinned rch-common's) source,
 //! `{…}` where rch fills something in (a `{:?}` is a Debug-quoted path, so
 //! it must begin with `"`). `tests/rch_sources.rs` checks every row against
@@ -23,8 +23,8 @@
 //! `scripts/rch-source-evidence.py` from the published sources): each
 //! phrase is in the sources of every release its row names. Words that
 //! are not rch's own come from Rust's std as rch prints them: a lock
-//! error's text ([`Words::Std`]) and an OS error's `(os error N)`
-//! ([`Words::Os`]).
+//! error's text ([`Wording::Std`]) and an OS error's `(os error N)`
+//! ([`Wording::Os`]).
 //!
 //! The release is a [`Version`]: the one the run read (`None` when it did
 //! not, or could not). Rows whose words changed meaning between releases
@@ -76,7 +76,7 @@ pub enum Meaning {
 
 /// One piece of an answer; every piece of a row must be in the line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Words {
+pub enum Wording {
     /// A format string from rch's source, `{…}` for what rch fills in.
     Rch(&'static str),
     /// Text of Rust's std that rch prints inside its own words.
@@ -89,7 +89,7 @@ pub enum Words {
 #[derive(Clone, Copy, Debug)]
 pub struct Row {
     /// rch's words; all of them must be in the line.
-    pub words: &'static [Words],
+    pub words: &'static [Wording],
     /// The first release that prints them with this meaning.
     pub first: Version,
     /// The last one; None: every later release too.
@@ -115,12 +115,12 @@ impl Row {
     }
 }
 
-impl Words {
+impl Wording {
     fn found_in(&self, line: &str) -> bool {
         match self {
-            Words::Rch(format) => format_found(&pieces(format), line),
-            Words::Std(text) => line.contains(text),
-            Words::Os(errno) => line.contains(&format!("(os error {errno})")),
+            Wording::Rch(format) => format_found(&pieces(format), line),
+            Wording::Std(text) => line.contains(text),
+            Wording::Os(errno) => line.contains(&format!("(os error {errno})")),
         }
     }
 }
@@ -158,7 +158,7 @@ const fn v(patch: u64) -> Version {
 
 /// A row of `words` for releases `first..=last` (None: to the newest),
 /// also for an rch whose release is not known.
-const fn row(words: &'static [Words], first: u64, last: Option<u64>, meaning: Meaning) -> Row {
+const fn row(words: &'static [Wording], first: u64, last: Option<u64>, meaning: Meaning) -> Row {
     Row {
         words,
         first: v(first),
@@ -172,7 +172,7 @@ const fn row(words: &'static [Words], first: u64, last: Option<u64>, meaning: Me
 }
 
 use Meaning::*;
-use Words::{Os, Rch, Std};
+use Wording::{Os, Rch, Std};
 
 /// rch's answers in `jobs recover` that are not the lease's own failure,
 /// first match wins (rch-lease-format.md §8–§10, and the sources).
@@ -606,7 +606,7 @@ mod tests {
             said("Failed to read \"/h/.config/rch/config.toml\": Permission denied (os error 13)"),
             Some(Meaning::Config)
         );
-        // Words without the number are another program's.
+        // Wording without the number are another program's.
         assert_eq!(said("rsync: write failed: No space left on device"), None);
     }
 }

@@ -42,6 +42,20 @@ pub enum Redirection {
 /// Splits `command` as `/bin/sh` would, `$NAME` expanded from `env` (an
 /// unset variable is empty). `Err` names what doctor cannot follow.
 pub fn split(command: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<SimpleCommand, String> {
+    match split_first(command, env)? {
+        (simple, None) => Ok(simple),
+        (_, Some(_)) => Err("a command list (&&)".to_owned()),
+    }
+}
+
+/// The first simple command of `command`, split as [`split`] does, and,
+/// when `&&` follows it, the text after the `&&` (the shell runs it only
+/// when the first succeeds; it is split in turn, in the environment of
+/// its own moment).
+pub fn split_first<'t>(
+    command: &'t str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<(SimpleCommand, Option<&'t str>), String> {
     let mut reader = Reader {
         chars: command.chars().collect(),
         at: 0,
@@ -56,6 +70,21 @@ pub fn split(command: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Simp
             Some('#') => break,
             Some(_) => {}
         }
+        if reader.at_and() {
+            reader.at += 2;
+            if out.words.is_empty() && out.assignments.is_empty() && out.redirections.is_empty() {
+                return Err("nothing before && (sh refuses the line)".to_owned());
+            }
+            let rest = &command[command
+                .char_indices()
+                .nth(reader.at)
+                .map_or(command.len(), |(byte, _)| byte)..];
+            let after = rest.trim_start_matches([' ', '\t']);
+            if after.is_empty() || after.starts_with('#') {
+                return Err("nothing after && (sh refuses the line)".to_owned());
+            }
+            return Ok((out, Some(rest)));
+        }
         if let Some(redirection) = reader.redirection()? {
             out.redirections.push(redirection);
             continue;
@@ -69,7 +98,7 @@ pub fn split(command: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Simp
         }
         out.words.extend(reader.word(WordKind::Command)?);
     }
-    Ok(out)
+    Ok((out, None))
 }
 
 /// Whether a word is an assignment's value or a redirection's file
@@ -201,7 +230,7 @@ impl Reader<'_> {
             Some('&') => {
                 self.at += 1;
                 let to = match (self.peek(), self.peek_at(1)) {
-                    (Some(c @ ('1' | '2')), None | Some(' ' | '\t' | '<' | '>')) => c,
+                    (Some(c @ ('1' | '2')), None | Some(' ' | '\t' | '<' | '>' | '&')) => c,
                     _ => {
                         let rest: String = self.chars[self.at..]
                             .iter()
@@ -249,6 +278,11 @@ impl Reader<'_> {
 
     fn peek_at(&self, offset: usize) -> Option<char> {
         self.chars.get(self.at + offset).copied()
+    }
+
+    /// At an unquoted `&&`.
+    fn at_and(&self) -> bool {
+        self.peek() == Some('&') && self.peek_at(1) == Some('&')
     }
 
     fn skip_blanks(&mut self) {
@@ -301,8 +335,9 @@ impl Reader<'_> {
         }
         let mut word_start = true;
         while let Some(c) = self.peek() {
-            // A redirection operator ends the word before it (`a>f`).
-            if matches!(c, ' ' | '\t' | '<' | '>') {
+            // A redirection operator or `&&` ends the word before it
+            // (`a>f`, `a&&b`).
+            if matches!(c, ' ' | '\t' | '<' | '>') || self.at_and() {
                 break;
             }
             if c == '~' && word_start {
@@ -563,6 +598,26 @@ mod tests {
             words("rch-sweep '|;&<>()*' \"|;&<>*\" \\|"),
             ["rch-sweep", "|;&<>()*", "|;&<>*", "|"]
         );
+    }
+
+    #[test]
+    fn a_list_joined_by_and_is_split_one_command_at_a_time() {
+        let (first, rest) = split_first("cd ~/x&&A=1 rch-sweep -q 2>&1&& b", &env).expect("split");
+        assert_eq!(first.words, ["cd", "/home/alice/x"]);
+        let rest = rest.expect("more");
+        assert_eq!(rest, "A=1 rch-sweep -q 2>&1&& b");
+        let (second, rest) = split_first(rest, &env).expect("split");
+        assert_eq!(second.assignments, [("A".to_owned(), "1".to_owned())]);
+        assert_eq!(second.words, ["rch-sweep", "-q"]);
+        assert_eq!(
+            split_first(rest.expect("more"), &env).expect("split").1,
+            None
+        );
+        // Quoted, it is a word; alone at either end, sh refuses the line.
+        assert_eq!(words("a '&&' \\&\\&"), ["a", "&&", "&&"]);
+        assert!(refused("&& a").contains("nothing before &&"));
+        assert!(refused("a && # b").contains("nothing after &&"));
+        assert!(refused("a &&").contains("nothing after &&"));
     }
 
     #[test]

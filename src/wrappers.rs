@@ -12,10 +12,14 @@
 //! `timeout`, `nice`, `env`; util-linux 2.38: `flock`, `ionice`;
 //! moreutils: `chronic`), and gives the rch-sweep at its end: its
 //! arguments, environment and working directory, and every program that
-//! must be found on the way (each on the `PATH` of its moment). Anything
-//! it cannot be sure of (an option it does not know, `env -S`, a wrapper
-//! that runs nothing) is an `Err` naming it: doctor then says it cannot
-//! follow the line rather than guess. Pure: no program runs.
+//! must be found on the way (each on the `PATH` of its moment). What a
+//! shell runs (cron's `$SHELL -c LINE`, `sh -c`, `bash -c`, `flock -c`) is
+//! read by [`follow_line`]: `cd DIR &&` before the command (the folder the
+//! rest starts in, which must exist), `exec` before it, then the command.
+//! Anything it cannot be sure of (an option it does not know, `env -S`, a
+//! wrapper that runs nothing) is an `Err` naming it: doctor then says it
+//! cannot follow the line rather than guess. Pure: no program runs, no
+//! folder is looked at.
 
 use crate::shell_words;
 use crate::vars::{self, Vars};
@@ -27,12 +31,15 @@ pub const EXECVP_DEFAULT_PATH: &str = "/bin:/usr/bin";
 /// How many wrappers deep doctor follows a line.
 const MAX_DEPTH: usize = 16;
 
-/// A program that must be found for the line to run: its name as written
-/// and the `PATH` it is looked up on (`None`: the environment has none).
+/// A program that must be found for the line to run: its name as written,
+/// the `PATH` it is looked up on (`None`: the environment has none) and
+/// the folder it is started from (where a relative name or `PATH` entry
+/// leads).
 #[derive(Debug, PartialEq, Eq)]
 pub struct Lookup {
     pub program: String,
     pub path: Option<String>,
+    pub cwd: String,
 }
 
 /// The rch-sweep a line starts, at the end of its wrappers.
@@ -50,29 +57,135 @@ pub struct Started {
     pub through: Vec<String>,
     /// Every program that must be found, in the order they start.
     pub lookups: Vec<Lookup>,
+    /// Every folder a `cd DIR &&` must enter, in order (absolute): one
+    /// that is not there ends the line before rch-sweep starts.
+    pub folders: Vec<String>,
 }
 
-/// Follows a simple command (the shell's words and its own assignments),
-/// started in `env` and `cwd`, through its wrappers to rch-sweep.
-pub fn follow(
-    command: &shell_words::SimpleCommand,
-    env: &Vars,
-    cwd: &str,
-) -> Result<Started, String> {
-    let mut env = env.clone();
-    for (name, value) in &command.assignments {
-        vars::set(&mut env, name, value);
-    }
+/// Follows a command line as a shell started in `env` and `cwd` runs it
+/// (`sh -c LINE`): `cd DIR &&` before the command, `exec`, and the command
+/// through its wrappers to rch-sweep.
+pub fn follow_line(line: &str, env: &Vars, cwd: &str) -> Result<Started, String> {
     let mut started = Started {
         program: String::new(),
         args: Vec::new(),
-        env,
+        env: env.clone(),
         cwd: cwd.to_owned(),
         through: Vec::new(),
         lookups: Vec::new(),
+        folders: Vec::new(),
     };
-    walk(command.words.clone(), &mut started, 0)?;
+    shell_line(line, &mut started, 0)?;
     Ok(started)
+}
+
+/// Why `shell` (a shell's path or name, as `SHELL` or a line names it) may
+/// not run a command line as doctor reads it, if it may not: doctor reads
+/// what `sh`, `dash` and `bash` run with `-c`, and `bash` reads
+/// `$BASH_ENV` before the line, which doctor does not.
+pub fn unread_shell(shell: &str, env: &Vars) -> Option<String> {
+    match base(shell) {
+        "sh" | "dash" => None,
+        "bash" => vars::get(env, "BASH_ENV")
+            .filter(|file| !file.is_empty())
+            .map(|file| {
+                format!("{shell} reads BASH_ENV={file} before the command, which doctor does not")
+            }),
+        _ => Some(format!("{shell} is a shell doctor does not read")),
+    }
+}
+
+/// The simple commands of a shell's command line, from `text`, in the
+/// environment and folder of `at`: `cd DIR &&` (as often as written),
+/// then the command.
+fn shell_line(text: &str, at: &mut Started, depth: usize) -> Result<(), String> {
+    let mut rest = text;
+    loop {
+        let env = at.env.clone();
+        let lookup = |name: &str| vars::get(&env, name).map(str::to_owned);
+        let (command, after) = shell_words::split_first(rest, &lookup)?;
+        let Some(after) = after else {
+            for (name, value) in &command.assignments {
+                vars::set(&mut at.env, name, value);
+            }
+            return shell_command(command.words, at, depth);
+        };
+        change_folder(&command, at)?;
+        rest = after;
+    }
+}
+
+/// A command before `&&`: only `cd DIR` is followed (the folder the rest
+/// starts in). Relative folders are taken from the folder of the moment
+/// (`CDPATH` set: not followed), no folder is `HOME`, `-` is refused.
+fn change_folder(command: &shell_words::SimpleCommand, at: &mut Started) -> Result<(), String> {
+    let words = &command.words;
+    if words.first().map(String::as_str) != Some("cd") || !command.assignments.is_empty() {
+        let what = words
+            .first()
+            .map_or("only variable assignments", String::as_str);
+        return Err(format!(
+            "a command list (&&) that runs {what} first (doctor follows only `cd DIR &&` before rch-sweep)"
+        ));
+    }
+    let operands: Vec<&String> = words[1..]
+        .iter()
+        .skip_while(|word| matches!(word.as_str(), "-L" | "-P"))
+        .collect();
+    let operands = match operands.split_first() {
+        Some((first, rest)) if first.as_str() == "--" => rest.to_vec(),
+        _ => operands,
+    };
+    let dir = match operands.as_slice() {
+        [] => vars::get(&at.env, "HOME")
+            .filter(|home| !home.is_empty())
+            .ok_or("cd with no folder and no HOME")?
+            .to_owned(),
+        [dir] if dir.as_str() == "-" => {
+            return Err("cd - (the folder before, which doctor does not know)".to_owned());
+        }
+        [dir] if dir.starts_with('-') => {
+            return Err(format!("cd {dir}, an option doctor does not know"));
+        }
+        [dir] => (*dir).clone(),
+        _ => return Err("cd with more than one folder (sh refuses it)".to_owned()),
+    };
+    let relative = !dir.starts_with('/');
+    let cdpath = vars::get(&at.env, "CDPATH").is_some_and(|p| !p.is_empty());
+    if relative && cdpath && !dir.starts_with("./") && !dir.starts_with("../") {
+        return Err(format!(
+            "cd {dir} with CDPATH set (the folder depends on CDPATH's folders)"
+        ));
+    }
+    let dir = if relative {
+        format!("{}/{dir}", at.cwd.trim_end_matches('/'))
+    } else {
+        dir
+    };
+    at.folders.push(dir.clone());
+    at.cwd = dir;
+    Ok(())
+}
+
+/// The command of a shell's line: `exec` before it is the shell's own
+/// (it replaces the shell with the command; the command is the same).
+fn shell_command(words: Vec<String>, at: &mut Started, depth: usize) -> Result<(), String> {
+    let Some(rest) = words.strip_prefix(&["exec".to_owned()]) else {
+        return walk(words, at, depth);
+    };
+    let rest = match rest.split_first() {
+        Some((first, after)) if first == "--" => after,
+        Some((first, _)) if first.starts_with('-') => {
+            return Err(format!(
+                "exec {first}, an option of bash's exec doctor does not follow"
+            ));
+        }
+        _ => rest,
+    };
+    if rest.is_empty() {
+        return Err("exec with no command (it runs nothing)".to_owned());
+    }
+    walk(rest.to_vec(), at, depth + 1)
 }
 
 /// The file name of a program as written.
@@ -90,6 +203,7 @@ fn walk(words: Vec<String>, at: &mut Started, depth: usize) -> Result<(), String
     at.lookups.push(Lookup {
         program: program.clone(),
         path: vars::get(&at.env, "PATH").map(str::to_owned),
+        cwd: at.cwd.clone(),
     });
     let name = base(program);
     let rest = rest.to_vec();
@@ -104,16 +218,21 @@ fn walk(words: Vec<String>, at: &mut Started, depth: usize) -> Result<(), String
             Flock::Words(words) => words,
             Flock::Shell(text) => {
                 at.through.push(name.to_owned());
-                return shell(&text, at, depth);
+                return flock_shell(&text, at, depth);
             }
         },
+        "sh" | "dash" | "bash" => {
+            let text = shell_c(program, &rest, &at.env)?;
+            at.through.push(name.to_owned());
+            return shell_line(&text, at, depth + 1);
+        }
         "nice" => nice(rest)?,
         "ionice" => ionice(rest)?,
         "chronic" => chronic(rest)?,
         "env" => env(rest, at)?,
         _ => {
             return Err(format!(
-                "it runs {program}, not rch-sweep (doctor follows rch-sweep itself, and through timeout, flock, nice, ionice, chronic and env)"
+                "it runs {program}, not rch-sweep (doctor follows rch-sweep itself, and through timeout, flock, nice, ionice, chronic, env, exec, sh -c and bash -c)"
             ));
         }
     };
@@ -122,25 +241,60 @@ fn walk(words: Vec<String>, at: &mut Started, depth: usize) -> Result<(), String
 }
 
 /// `flock FILE -c TEXT`: TEXT run by `$SHELL -c` (cron's `SHELL=/bin/sh`
-/// unless the crontab sets another), split as `sh` splits it, in the
+/// unless the crontab sets another), read as that shell reads it, in the
 /// environment of this moment.
-fn shell(text: &str, at: &mut Started, depth: usize) -> Result<(), String> {
+fn flock_shell(text: &str, at: &mut Started, depth: usize) -> Result<(), String> {
     let shell = vars::get(&at.env, "SHELL")
         .filter(|s| !s.is_empty())
         .unwrap_or("/bin/sh")
         .to_owned();
-    if !matches!(base(&shell), "sh" | "dash" | "bash") {
+    if let Some(why) = unread_shell(&shell, &at.env) {
         return Err(format!(
-            "flock -c runs its command with SHELL={shell}, a shell doctor does not read"
+            "flock -c runs its command with SHELL={shell}: {why}"
         ));
     }
-    let env = at.env.clone();
-    let lookup = |name: &str| vars::get(&env, name).map(str::to_owned);
-    let command = shell_words::split(text, &lookup).map_err(|why| format!("flock -c: {why}"))?;
-    for (name, value) in &command.assignments {
-        vars::set(&mut at.env, name, value);
+    shell_line(text, at, depth + 1).map_err(|why| format!("flock -c: {why}"))
+}
+
+/// `sh -c TEXT [NAME [ARG]...]` (also `dash`, `bash`): the command line
+/// TEXT. Options that only trace or stop on errors (`-e`, `-u`, `-x`,
+/// `-v`, `-f`) may stand with `-c`; a login or interactive shell (`-l`,
+/// `-i`) reads profile files doctor does not, and without `-c` the shell
+/// reads a script.
+fn shell_c(program: &str, words: &[String], env: &Vars) -> Result<String, String> {
+    let name = base(program);
+    if let Some(why) = unread_shell(program, env) {
+        return Err(why);
     }
-    walk(command.words, at, depth + 1)
+    let mut command = false;
+    let mut rest = words.iter();
+    let text = loop {
+        let Some(word) = rest.next() else {
+            return Err(if command {
+                format!("{name} -c is given no command")
+            } else {
+                format!("{name} without -c runs a script, which doctor does not read")
+            });
+        };
+        if word == "--" {
+            continue;
+        }
+        let Some(letters) = word.strip_prefix(['-', '+']).filter(|l| !l.is_empty()) else {
+            if command {
+                break word.clone();
+            }
+            return Err(format!(
+                "{name} {word} runs a script, which doctor does not read"
+            ));
+        };
+        if let Some(other) = letters.chars().find(|c| !"ceuxvf".contains(*c)) {
+            return Err(format!(
+                "{name} -{other}, an option doctor does not follow (it follows -c with -e, -u, -x, -v and -f)"
+            ));
+        }
+        command |= word.starts_with('-') && letters.contains('c');
+    };
+    Ok(text)
 }
 
 /// How a wrapper reads its options: GNU `getopt_long` with a leading `+`
@@ -520,10 +674,7 @@ mod tests {
     }
 
     fn line(command: &str) -> Result<Started, String> {
-        let env = cron_env();
-        let lookup = |name: &str| vars::get(&env, name).map(str::to_owned);
-        let split = shell_words::split(command, &lookup)?;
-        follow(&split, &env, "/home/alice")
+        follow_line(command, &cron_env(), "/home/alice")
     }
 
     fn args(command: &str) -> Vec<String> {
@@ -688,8 +839,7 @@ mod tests {
         // flock -c with a shell doctor does not read.
         let mut env = cron_env();
         vars::set(&mut env, "SHELL", "/usr/bin/fish");
-        let split = shell_words::split("flock /l -c rch-sweep", &|_| None).expect("split");
-        let said = follow(&split, &env, "/").expect_err("fish");
+        let said = follow_line("flock /l -c rch-sweep", &env, "/").expect_err("fish");
         assert!(said.contains("SHELL=/usr/bin/fish"), "{said}");
     }
 

@@ -452,3 +452,193 @@ fn without_systemctls_version_252_is_assumed_and_said() {
         "{document}"
     );
 }
+
+/// The lines of `unit` that `systemd-analyze verify` (systemd's own
+/// parser, no manager: run inside the private host, whose `/run` is an
+/// empty tmpfs) says it ignores in part or whole, as `file:N`: "Invalid
+/// syntax, ignoring" and "Invalid environment assignment, ignoring".
+/// `None` (said) where it is not installed or does not run here.
+fn ignored_by_systemd(host: &PrivateHost, unit: &Path) -> Option<Vec<usize>> {
+    if !Path::new("/usr/bin/systemd-analyze").exists() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "systemd-analyze is missing; .ci/run installs systemd"
+        );
+        eprintln!("skipped: systemd-analyze is not installed (apt-get install systemd)");
+        return None;
+    }
+    let output = host
+        .command("/usr/bin/systemd-analyze")
+        .args(["verify", "--man=no"])
+        .arg(unit)
+        .output()
+        .expect("systemd-analyze");
+    let text = format!("{}{}", stdout(&output), stderr(&output));
+    let prefix = format!("{}:", unit.display());
+    let said: Vec<&str> = text.lines().filter(|l| l.starts_with(&prefix)).collect();
+    if said.is_empty() {
+        eprintln!("skipped: systemd-analyze verify says nothing of the unit here: {text}");
+        return None;
+    }
+    Some(
+        said.iter()
+            .filter(|line| {
+                line.contains("Invalid syntax, ignoring")
+                    || line.contains("Invalid environment assignment, ignoring")
+            })
+            .filter_map(|line| line[prefix.len()..].split(':').next()?.parse().ok())
+            .collect::<std::collections::BTreeSet<usize>>()
+            .into_iter()
+            .collect(),
+    )
+}
+
+/// Issue 48 (r3 of the seventh wave): an escape systemd does not know ends
+/// an `Environment=` line's parse ("Invalid syntax, ignoring"), the words
+/// before it set and none after; doctor read on (keeping the character)
+/// and checked a lease directory systemd never sets. Now doctor reads the
+/// unit as systemd does and warns naming file and line, on exactly the
+/// lines `systemd-analyze verify` names; a line ending in `\\` is no
+/// continuation; in `ExecStart=` such an escape keeps its backslash.
+#[test]
+fn unit_escapes_are_read_as_systemd_analyze_reads_them() {
+    let Some(units) = Units::new("unit_escapes_are_read_as_systemd_analyze_reads_them") else {
+        return;
+    };
+    let state = units.world.path("st\\dx/backoff.json");
+    let settings = format!(
+        "Environment=RCH_SWEEP_LEASE_DIR={good} NOTE=C:\\data RCH_SWEEP_LEASE_DIR={wrong}\n\
+         Environment=RCH_SWEEP_LEASE_DIR={wrong}\\x4\n\
+         Environment=\"RCH_SWEEP_LEASE_DIR={wrong}\\ x\"\n\
+         Environment=A=1 NOT-A-NAME=2 BYTE=\\xff B=\\x41\\u00e9\n\
+         Environment=TRAIL=C:\\\\\n\
+         Environment=KEEP=kept\n\
+         ExecStart={BIN} --state-file {state}",
+        good = units.good(),
+        wrong = units.wrong(),
+        state = state.display()
+    );
+    units.write_home(".config/systemd/user/rch-sweep.service", &unit(&settings));
+    // As doctor and systemd-analyze see it inside.
+    let file = Path::new("/root/.config/systemd/user/rch-sweep.service");
+    let (_, document, _) = units.document("user-timer");
+    // The words before an unknown escape are set, none after it.
+    assert!(
+        finding(&document, "lease_dir").contains(&units.good()),
+        "{document}"
+    );
+    // ExecStart= keeps the backslash of \d.
+    assert!(
+        finding(&document, "state").contains(&format!(
+            "state folder {} ",
+            state.parent().expect("parent").display()
+        )),
+        "{document}"
+    );
+    // The lines doctor warns about, by file and line.
+    let prefix = format!("{}:", file.display());
+    let mut warned: Vec<usize> = document["warnings"]
+        .as_array()
+        .expect("warnings")
+        .iter()
+        .filter_map(|w| w.as_str()?.strip_prefix(&prefix))
+        .filter(|rest| rest.contains("systemd ignores Environment="))
+        .filter_map(|rest| rest.split(':').next()?.parse().ok())
+        .collect();
+    warned.sort_unstable();
+    // unit() puts [Service] on line 4 and Type= on 5: the settings start on 6.
+    assert_eq!(warned, [6, 7, 8, 9], "{document}");
+    if let Some(ignored) = ignored_by_systemd(&units.host, file) {
+        assert_eq!(warned, ignored, "{document}");
+    }
+
+    // In the program's name, the kept backslash is a name systemd refuses
+    // ("Executable name contains special characters"): a fatal error of
+    // the unit, which never starts.
+    units.write_home(
+        ".config/systemd/user/rch-sweep.service",
+        &unit("ExecStart=/opt/x\\dy/rch-sweep --quiet"),
+    );
+    let (output, document, _) = units.document("user-timer");
+    assert_eq!(output.status.code(), Some(1), "{document}");
+    let said = finding(&document, "environment");
+    assert!(
+        said.contains(":6: ExecStart=/opt/x\\dy/rch-sweep --quiet: the program's name")
+            && said.contains("systemd does not start the unit"),
+        "{document}"
+    );
+    if ignored_by_systemd(&units.host, file).is_some() {
+        let output = units
+            .host
+            .command("/usr/bin/systemd-analyze")
+            .args(["verify", "--man=no"])
+            .arg(file)
+            .output()
+            .expect("systemd-analyze");
+        let text = stderr(&output);
+        assert!(
+            text.contains(":6: Executable name contains special characters")
+                && text.contains("fatal error"),
+            "{text}"
+        );
+    }
+}
+
+/// Issue 48: a line of an environment file that systemd drops, though it
+/// looks meant to set a variable, gets a note naming the file and the
+/// line: `export NAME=value` (systemd takes no `export`) and, before
+/// systemd 254, a line taken into a comment above it that ends in `\`
+/// (the README promised a note for it; none appeared). In an
+/// `EnvironmentFile=` and in `environment.d` alike.
+#[test]
+fn environment_file_lines_systemd_drops_are_noted_with_file_and_line() {
+    let Some(units) =
+        Units::new("environment_file_lines_systemd_drops_are_noted_with_file_and_line")
+    else {
+        return;
+    };
+    units.write_home(
+        ".config/rch-sweep/lease.env",
+        &format!(
+            "RCH_SWEEP_LEASE_DIR={}\nexport RCH_SWEEP_LEASE_DIR={}\n# was C:\\\nRCH_SWEEP_STATE_FILE=/x\n",
+            units.good(),
+            units.wrong()
+        ),
+    );
+    units.write_home(
+        ".config/environment.d/50-rch.conf",
+        "export RCH_SOCKET_PATH=/nowhere.sock\n",
+    );
+    units.write_home(
+        ".config/systemd/user/rch-sweep.service",
+        &unit(&format!(
+            "EnvironmentFile=%h/.config/rch-sweep/lease.env\nExecStart={BIN}"
+        )),
+    );
+    let (_, document, _) = units.document("user-timer");
+    assert!(
+        finding(&document, "lease_dir").contains(&units.good()),
+        "{document}"
+    );
+    let notes: Vec<&str> = document["notes"]
+        .as_array()
+        .expect("notes")
+        .iter()
+        .filter_map(|n| n.as_str())
+        .collect();
+    let has = |text: &str| notes.iter().any(|n| n.contains(text));
+    assert!(
+        has(
+            "EnvironmentFile /root/.config/rch-sweep/lease.env: line 2: \"export RCH_SWEEP_LEASE_DIR\" is no variable name (systemd takes no `export` before a name)"
+        ),
+        "{notes:?}"
+    );
+    assert!(
+        has(
+            "environment.d /root/.config/environment.d/50-rch.conf: line 1: \"export RCH_SOCKET_PATH\" is no variable name"
+        ),
+        "{notes:?}"
+    );
+    let swallowed = "EnvironmentFile /root/.config/rch-sweep/lease.env: line 4: systemd reads it as part of the comment on line 3";
+    assert_eq!(has(swallowed), systemd_version() < 254, "{notes:?}");
+}

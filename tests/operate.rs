@@ -1673,3 +1673,37 @@ fn help_shows_every_variable_and_default() {
         assert!(line.contains("[default: "), "{option}: {line}");
     }
 }
+
+/// Runs of blanks and line ends as one blank.
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Issue 48: `doctor --help`, the README and the man page give one list
+/// of the programs doctor starts, word for word: the list the binary
+/// holds (`cli::DOCTOR_STARTS`). On main `--help` named two programs and
+/// `systemctl show`, the README three and no crontab or systemctl, the man
+/// page a third list.
+#[test]
+fn doctor_help_readme_and_man_page_list_the_same_programs_it_starts() {
+    let sentence = rch_sweep::cli::doctor_starts();
+    assert!(
+        sentence.contains("rch --version") && sentence.contains("crontab -l"),
+        "{sentence}"
+    );
+    let help = one_line(&help(&["doctor", "--help"]));
+    assert!(
+        help.contains(&sentence),
+        "doctor --help lacks {sentence:?}: {help}"
+    );
+    let readme = one_line(&read("README.md").replace('`', ""));
+    assert!(readme.contains(&sentence), "README.md lacks {sentence:?}");
+    let man = one_line(
+        &read(MAN)
+            .lines()
+            .filter_map(roff_line)
+            .collect::<Vec<_>>()
+            .join(" "),
+    );
+    assert!(man.contains(&sentence), "{MAN} lacks {sentence:?}");
+}

@@ -5,7 +5,7 @@
 //! came from), made by scripts/rch-source-evidence.py from the published
 //! crates rch 2.1.0–2.1.34 and the rch-common each pins; no network here.
 
-use rch_sweep::rch_says::{self, Row, TABLE, Words};
+use rch_sweep::rch_says::{self, Row, TABLE, Wording};
 use rch_sweep::release::Version;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -79,7 +79,7 @@ fn every_phrase_of_the_table_stands_in_the_sources_of_every_release_its_row_name
             .words
             .iter()
             .filter_map(|words| match words {
-                Words::Rch(phrase) => Some(*phrase),
+                Wording::Rch(phrase) => Some(*phrase),
                 _ => None,
             })
             .collect();
@@ -119,15 +119,15 @@ fn the_words_rch_takes_from_std_are_stds() {
     for row in TABLE {
         for words in row.words {
             match words {
-                Words::Std(text) => assert!(
+                Wording::Std(text) => assert!(
                     std.values().any(|known| known == text),
                     "{text:?} is not std's"
                 ),
-                Words::Os(errno) => {
+                Wording::Os(errno) => {
                     let shown = std::io::Error::from_raw_os_error(*errno).to_string();
                     assert!(shown.ends_with(&format!("(os error {errno})")), "{shown}");
                 }
-                Words::Rch(_) => {}
+                Wording::Rch(_) => {}
             }
         }
     }
@@ -142,7 +142,7 @@ fn the_evidence_is_of_the_table_as_it_stands() {
         .iter()
         .flat_map(|row| row.words.iter())
         .filter_map(|words| match words {
-            Words::Rch(phrase) => Some(*phrase),
+            Wording::Rch(phrase) => Some(*phrase),
             _ => None,
         })
         .chain([rch_says::PRINTED])

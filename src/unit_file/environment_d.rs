@@ -50,15 +50,18 @@ pub fn files(folders: &[PathBuf], list: &dyn Fn(&Path) -> Vec<String>) -> Vec<Pa
 }
 
 /// `env` with one file's assignments laid over it, as systemd `version`
-/// reads the file.
-pub fn apply(env: &mut Vars, text: &str, version: u32) {
-    for (name, value) in syntax::assignments(text, version) {
-        if value.is_empty() || !syntax::is_var_name(&name) {
+/// reads the file; the notes on the lines it drops (see
+/// [`syntax::EnvFile::notes`]).
+pub fn apply(env: &mut Vars, text: &str, version: u32) -> Vec<String> {
+    let read = syntax::read_environment_file(text, version);
+    for syntax::Assignment { key, value, .. } in &read.assignments {
+        if value.is_empty() || !syntax::is_var_name(key) {
             continue;
         }
-        let value = expand(&value, env);
-        vars::set(env, &name, &value);
+        let value = expand(value, env);
+        vars::set(env, key, &value);
     }
+    read.notes()
 }
 
 /// `$NAME`, `${NAME}`, `${NAME:-default}`, `${NAME:+alternative}` and

@@ -19,9 +19,11 @@ pub mod glob;
 pub mod search;
 pub mod show;
 pub mod syntax;
+pub mod words;
 
 use crate::vars::{self, Vars};
 pub use syntax::Specifiers;
+use words::UnknownEscape;
 
 /// systemd's `PATH` for what it starts when its manager sets none (the
 /// default of a manager built for a split `/usr`, as Debian's 252 is; on a
@@ -99,8 +101,13 @@ pub struct Service {
     pub user: Option<String>,
     /// `UnsetEnvironment=` entries (`NAME` or `NAME=value`).
     pub unset_environment: Vec<String>,
-    /// What systemd would ignore or doctor cannot resolve, each with its file.
+    /// What systemd would ignore or doctor cannot resolve, each with its
+    /// file and line.
     pub problems: Vec<String>,
+    /// Settings systemd refuses as a fatal error of the unit ("Unit
+    /// configuration has fatal error, unit will not be started"), each
+    /// with its file and line.
+    pub fatal: Vec<String>,
 }
 
 /// The files of a unit, merged in the order given (the unit file first,
@@ -109,25 +116,27 @@ pub struct Service {
 pub fn merge(files: &[(String, String)], specifiers: &Specifiers) -> Service {
     let mut service = Service::default();
     for (source, text) in files {
-        for (key, value) in syntax::service_assignments(text) {
-            if let Err(why) = apply(&mut service, source, &key, &value, specifiers) {
+        for syntax::Assignment { line, key, value } in syntax::service_assignments(text) {
+            let at = format!("{source}:{line}");
+            if let Err(why) = apply(&mut service, &at, &key, &value, specifiers) {
                 service
                     .problems
-                    .push(format!("{source}: {key}={value}: {why}"));
+                    .push(format!("{at}: systemd ignores {key}={value}: {why}"));
             }
         }
     }
     service
 }
 
-/// One assignment of a `[Service]` section, from the file `source`.
+/// One assignment of a `[Service]` section, from `at` (its file and line).
 fn apply(
     service: &mut Service,
-    source: &str,
+    at: &str,
     key: &str,
     value: &str,
     spec: &Specifiers,
 ) -> Result<(), String> {
+    let source = at.rsplit_once(':').map_or(at, |(file, _)| file);
     match key {
         "Environment" if value.is_empty() => service.environment.clear(),
         "Environment" => return environment(service, value, spec),
@@ -148,16 +157,7 @@ fn apply(
             });
         }
         "ExecStart" if value.is_empty() => service.exec_start.clear(),
-        "ExecStart" => {
-            let words = syntax::words(value)?
-                .iter()
-                .map(|word| spec.resolve(word))
-                .collect::<Result<Vec<String>, String>>()?;
-            if let Some(mut command) = ExecCommand::from_words(&words) {
-                source.clone_into(&mut command.source);
-                service.exec_start.push(command);
-            }
-        }
+        "ExecStart" => return exec_start(service, at, source, value, spec),
         "WorkingDirectory" if value.is_empty() => service.working_directory = None,
         "WorkingDirectory" => {
             service.working_directory = Some(spec.resolve(value)?);
@@ -167,8 +167,16 @@ fn apply(
         "User" => service.user = Some(spec.resolve(value)?),
         "UnsetEnvironment" if value.is_empty() => service.unset_environment.clear(),
         "UnsetEnvironment" => {
-            for word in syntax::words(value)? {
+            let split = words::split(value, UnknownEscape::Ends);
+            for word in &split.words {
+                let word = String::from_utf8(word.clone())
+                    .map_err(|_| "a word that is not UTF-8".to_owned())?;
                 service.unset_environment.push(spec.resolve(&word)?);
+            }
+            if let Some(why) = split.stopped {
+                return Err(format!(
+                    "{why}: systemd says \"Invalid syntax, ignoring\" and reads no more of the line"
+                ));
             }
         }
         _ => {}
@@ -176,15 +184,78 @@ fn apply(
     Ok(())
 }
 
-/// The words of one `Environment=` line, each taken or skipped on its own
-/// as systemd's `config_parse_environ` does: a word whose specifier does
-/// not resolve or that is no `NAME=value` assignment is skipped (the rest
-/// of the line still counts); an unterminated quote ends the line, the
-/// words before it kept. `Err` names what was skipped.
+/// One `ExecStart=` command, its words split as systemd 252's
+/// `config_parse_exec` splits them: an escape systemd does not know is
+/// kept, backslash and all (in the program's name with a warning,
+/// "Ignoring unknown escape sequences"); a program name then holding a
+/// backslash, a quote or a control character is refused ("Executable name
+/// contains special characters"), which is fatal for the unit unless the
+/// `-` prefix makes systemd ignore the line.
+fn exec_start(
+    service: &mut Service,
+    at: &str,
+    source: &str,
+    value: &str,
+    spec: &Specifiers,
+) -> Result<(), String> {
+    let split = words::split(value, UnknownEscape::Kept);
+    if let Some(why) = split.stopped {
+        return Err(why);
+    }
+    if split.kept_escapes.first() == Some(&0) {
+        service.problems.push(format!(
+            "{at}: ExecStart={value}: an escape systemd does not know in the program's name, kept as written (\"Ignoring unknown escape sequences\")"
+        ));
+    }
+    let words = split
+        .words
+        .iter()
+        .map(|word| spec.resolve(&String::from_utf8_lossy(word)))
+        .collect::<Result<Vec<String>, String>>()?;
+    let Some(mut command) = ExecCommand::from_words(&words) else {
+        return Ok(());
+    };
+    let special = |c: char| c.is_control() || matches!(c, '\\' | '"' | '\'');
+    if command.program.contains(special) {
+        let said = format!(
+            "{at}: ExecStart={value}: the program's name {:?} holds a backslash, quote or control character (\"Executable name contains special characters\")",
+            command.program
+        );
+        if command.ignore_failure {
+            service.problems.push(format!(
+                "{said}: the - prefix makes systemd ignore the line"
+            ));
+        } else {
+            service
+                .fatal
+                .push(format!("{said}: systemd does not start the unit"));
+        }
+        return Ok(());
+    }
+    source.clone_into(&mut command.source);
+    service.exec_start.push(command);
+    Ok(())
+}
+
+/// The words of one `Environment=` line, as systemd 252's
+/// `config_parse_environ` takes them: each word taken or skipped on its
+/// own (a specifier that does not resolve, no `NAME=value` assignment,
+/// bytes that are not UTF-8: skipped, the rest of the line still counts);
+/// an escape systemd does not know (`\d`) or an unterminated quote ends
+/// the parse ("Invalid syntax, ignoring"): the words before it are set,
+/// nothing after. `Err` names what was skipped.
 fn environment(service: &mut Service, value: &str, spec: &Specifiers) -> Result<(), String> {
-    let (words, stopped) = syntax::words_until_error(value);
+    let split = words::split(value, UnknownEscape::Ends);
     let mut skipped = Vec::new();
-    for word in words {
+    for word in split.words {
+        let word = match String::from_utf8(word) {
+            Ok(word) => word,
+            Err(error) => {
+                let shown = String::from_utf8_lossy(error.as_bytes()).into_owned();
+                skipped.push(format!("{shown:?} (not UTF-8)"));
+                continue;
+            }
+        };
         let word = match spec.resolve(&word) {
             Ok(word) => word,
             Err(why) => {
@@ -201,14 +272,22 @@ fn environment(service: &mut Service, value: &str, spec: &Specifiers) -> Result<
             _ => skipped.push(format!("{word:?} (no NAME=value assignment)")),
         }
     }
-    skipped.extend(stopped.map(|why| format!("the rest of the line ({why})")));
-    if skipped.is_empty() {
+    let mut said = Vec::new();
+    if !skipped.is_empty() {
+        said.push(format!("the word(s) {}", skipped.join(", ")));
+    }
+    let set = if let Some(why) = split.stopped {
+        said.push(format!(
+            "the rest of the line from {why} on (systemd says \"Invalid syntax, ignoring\" and sets none of it)"
+        ));
+        "the words before it are set"
+    } else {
+        "the others are set"
+    };
+    if said.is_empty() {
         Ok(())
     } else {
-        Err(format!(
-            "the word(s) {} (the others are set)",
-            skipped.join(", ")
-        ))
+        Err(format!("{} ({set})", said.join("; ")))
     }
 }
 
@@ -520,7 +599,12 @@ mod tests {
             &specifiers("/root", "alice"),
         );
         assert_eq!(service.problems.len(), 4, "{:?}", service.problems);
-        assert!(service.problems[0].starts_with("/etc/x.conf: Environment=NOT-A-NAME=1"));
+        assert!(
+            service.problems[0]
+                .starts_with("/etc/x.conf:2: systemd ignores Environment=NOT-A-NAME=1"),
+            "{:?}",
+            service.problems
+        );
         assert!(service.problems[2].contains("%H"));
         assert!(service.exec_start.is_empty());
     }
@@ -621,6 +705,55 @@ mod tests {
             service.problems[1].contains("the rest of the line"),
             "{:?}",
             service.problems
+        );
+    }
+
+    /// systemd 252 (and `systemd-analyze verify`) on such lines: "Invalid
+    /// syntax, ignoring" for an unknown escape in `Environment=`, the
+    /// words before it set; in `ExecStart=` the escape kept, and in the
+    /// program's name refused as "special characters", fatal.
+    #[test]
+    fn escapes_as_systemd_reads_them_named_with_file_and_line() {
+        let service = merge(
+            &[file(
+                "/u",
+                "[Service]\nEnvironment=NOTE=C:\\data RCH_SWEEP_LEASE_DIR=/wrong\n\
+                 Environment=A=1 B=\\x4 C=3\n\
+                 Environment=M=\\xff N=\\x41\\u00e9\n\
+                 Environment=D=4 \\\n  E=\\d\n\
+                 ExecStart=/opt/rch-sweep --lease-dir=C:\\data \"a\\ b\" \\$X\n\
+                 ExecStart=/opt/x\\dy/rch-sweep\n\
+                 ExecStart=-/opt/\\\"q/tool\n",
+            )],
+            &specifiers("/root", "alice"),
+        );
+        assert_eq!(
+            service.environment,
+            pairs(&[("A", "1"), ("N", "Aé"), ("D", "4")])
+        );
+        let problems = service.problems.join("\n");
+        for said in [
+            "/u:2: systemd ignores Environment=NOTE=C:\\data RCH_SWEEP_LEASE_DIR=/wrong: the rest of the line from an escape systemd does not know (\\d) on",
+            "/u:3: systemd ignores Environment=A=1 B=\\x4 C=3: the rest of the line from an escape systemd does not know (\\x) on",
+            "/u:4: systemd ignores Environment=M=\\xff N=\\x41\\u00e9: the word(s) \"M=\u{fffd}\" (not UTF-8) (the others are set)",
+            "/u:6: systemd ignores Environment=D=4    E=\\d",
+            "/u:8: ExecStart=/opt/x\\dy/rch-sweep: an escape systemd does not know in the program's name",
+            "/u:9: ExecStart=-/opt/\\\"q/tool: the program's name \"/opt/\\\"q/tool\" holds a backslash",
+        ] {
+            assert!(problems.contains(said), "{said} not in\n{problems}");
+        }
+        assert_eq!(service.exec_start.len(), 1, "{:?}", service.exec_start);
+        assert_eq!(
+            service.exec_start[0].args,
+            ["--lease-dir=C:\\data", "a\\ b", "\\$X"]
+        );
+        assert_eq!(service.fatal.len(), 1, "{:?}", service.fatal);
+        assert!(
+            service.fatal[0]
+                .starts_with("/u:8: ExecStart=/opt/x\\dy/rch-sweep: the program's name")
+                && service.fatal[0].ends_with("systemd does not start the unit"),
+            "{:?}",
+            service.fatal
         );
     }
 

@@ -7,7 +7,7 @@
 //! process, so that is left to [`super::syntax::expand_args`], as for a
 //! unit read from disk.
 
-use super::{EnvironmentFile, ExecCommand, Service, syntax};
+use super::{EnvironmentFile, ExecCommand, Service, words};
 
 /// Where a setting the manager shows came from: it does not say which of
 /// the unit's files.
@@ -61,7 +61,7 @@ pub fn parse(text: &str) -> Shown {
 /// The assignments of an `Environment=` line (quoted where a value holds
 /// blanks).
 pub fn environment(value: &str) -> Vec<(String, String)> {
-    syntax::words(value)
+    words::kept(value)
         .unwrap_or_default()
         .into_iter()
         .filter_map(|word| {
@@ -81,7 +81,7 @@ fn exec_start(value: &str) -> Vec<ExecCommand> {
         .filter_map(|group| {
             let (path, rest) = group.split_once(" ; argv[]=")?;
             let (argv, flags) = rest.split_once(" ; ignore_errors=").unwrap_or((rest, ""));
-            let words = syntax::words(argv).ok()?;
+            let words = words::kept(argv).ok()?;
             Some(ExecCommand {
                 program: path.to_owned(),
                 args: words.get(1..).unwrap_or_default().to_vec(),

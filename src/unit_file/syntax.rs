@@ -1,37 +1,43 @@
 //! The text formats systemd reads for a service, as systemd.syntax(7),
 //! systemd.exec(5) and systemd.service(5) define them: a unit file's
-//! sections and assignments, the words of a setting (quotes, C escapes),
+//! sections and assignments (a setting's words are [`super::words`]'s),
 //! the specifiers (`%h`, `%u`, `%i`, ...), an `EnvironmentFile=`, and the
 //! `$VAR` / `${VAR}` expansion of `ExecStart=`'s arguments.
 
 use crate::vars::{self, Vars};
 
-/// The assignments of a unit file's `[Service]` section, in order, keys
-/// and values trimmed. A line ending in `\` continues on the next (the
-/// backslash becomes a blank); `#` and `;` begin comment lines, which are
+/// One assignment of a unit file: the line it ends on (the number systemd
+/// names in its messages), its key and value, trimmed.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Assignment {
+    pub line: usize,
+    pub key: String,
+    pub value: String,
+}
+
+/// The assignments of a unit file's `[Service]` section, in order, as
+/// systemd 252's `config_parse` reads them: a line whose last character is
+/// an unescaped `\` (an odd run of backslashes) continues on the next, the
+/// backslash becoming a blank; `#` and `;` begin comment lines, which are
 /// skipped inside a continued line too and never continue themselves
 /// (systemd.syntax(7): "the comment block is ignored").
-pub fn service_assignments(text: &str) -> Vec<(String, String)> {
+pub fn service_assignments(text: &str) -> Vec<Assignment> {
     let mut out = Vec::new();
     let mut section = String::new();
     let mut pending = String::new();
-    for line in text.lines() {
-        let line = line.trim();
-        if line.starts_with('#') || line.starts_with(';') {
+    for (index, raw) in text.lines().enumerate() {
+        let raw = raw.strip_suffix('\r').unwrap_or(raw);
+        if raw.trim_start().starts_with(['#', ';']) {
             continue;
         }
-        if let Some(start) = line.strip_suffix('\\') {
-            pending.push_str(start);
+        let backslashes = raw.len() - raw.trim_end_matches('\\').len();
+        if backslashes % 2 == 1 {
+            pending.push_str(&raw[..raw.len() - 1]);
             pending.push(' ');
             continue;
         }
-        let whole = if pending.is_empty() {
-            line.to_owned()
-        } else {
-            let mut whole = std::mem::take(&mut pending);
-            whole.push_str(line);
-            whole
-        };
+        let whole = std::mem::take(&mut pending) + raw;
+        let whole = whole.trim();
         if whole.is_empty() {
             continue;
         }
@@ -43,106 +49,14 @@ pub fn service_assignments(text: &str) -> Vec<(String, String)> {
             continue;
         }
         if let Some((key, value)) = whole.split_once('=') {
-            out.push((key.trim().to_owned(), value.trim().to_owned()));
+            out.push(Assignment {
+                line: index + 1,
+                key: key.trim().to_owned(),
+                value: value.trim().to_owned(),
+            });
         }
     }
     out
-}
-
-/// One C escape after a backslash, as systemd's `cunescape` reads it; the
-/// character and how many input characters it used. An unknown escape is
-/// the character itself.
-fn escape(rest: &[char]) -> (Option<char>, usize) {
-    let Some(&c) = rest.first() else {
-        return (None, 0);
-    };
-    let hex = |digits: &[char]| -> Option<char> {
-        let text: String = digits.iter().collect();
-        u32::from_str_radix(&text, 16).ok().and_then(char::from_u32)
-    };
-    match c {
-        'a' => (Some('\u{7}'), 1),
-        'b' => (Some('\u{8}'), 1),
-        'f' => (Some('\u{c}'), 1),
-        'n' => (Some('\n'), 1),
-        'r' => (Some('\r'), 1),
-        't' => (Some('\t'), 1),
-        'v' => (Some('\u{b}'), 1),
-        's' => (Some(' '), 1),
-        'x' if rest.len() >= 3 => (hex(&rest[1..3]), 3),
-        'u' if rest.len() >= 5 => (hex(&rest[1..5]), 5),
-        '0'..='7' if rest.len() >= 3 => {
-            let text: String = rest[..3].iter().collect();
-            (
-                u32::from_str_radix(&text, 8).ok().and_then(char::from_u32),
-                3,
-            )
-        }
-        other => (Some(other), 1),
-    }
-}
-
-/// The words of a setting (`Environment=`, `ExecStart=`), as systemd's
-/// `extract_first_word` with unquoting and C unescaping splits them: blanks
-/// separate words, single and double quotes group (also inside a word),
-/// backslash escapes. `Err` for an unterminated quote: systemd ignores
-/// such a setting.
-pub fn words(text: &str) -> Result<Vec<String>, String> {
-    match words_until_error(text) {
-        (words, None) => Ok(words),
-        (_, Some(why)) => Err(why),
-    }
-}
-
-/// The words of a setting up to where they cannot be split (an
-/// unterminated quote), and why they stop there: systemd's
-/// `config_parse_environ` keeps the assignments it took before such a
-/// word and ignores the rest of the line.
-pub fn words_until_error(text: &str) -> (Vec<String>, Option<String>) {
-    let chars: Vec<char> = text.chars().collect();
-    let mut out = Vec::new();
-    let mut current = String::new();
-    let mut started = false;
-    let mut quote: Option<char> = None;
-    let mut at = 0;
-    while at < chars.len() {
-        let c = chars[at];
-        at += 1;
-        if c == '\\' {
-            let (unescaped, used) = escape(&chars[at..]);
-            at += used;
-            if let Some(unescaped) = unescaped {
-                current.push(unescaped);
-            }
-            started = true;
-            continue;
-        }
-        match quote {
-            Some(q) if c == q => quote = None,
-            Some(_) => current.push(c),
-            None if c == '\'' || c == '"' => {
-                quote = Some(c);
-                started = true;
-            }
-            None if c.is_whitespace() => {
-                if started {
-                    out.push(std::mem::take(&mut current));
-                }
-                started = false;
-            }
-            None => {
-                current.push(c);
-                started = true;
-            }
-        }
-    }
-    if quote.is_some() {
-        return (out, Some(format!("an unterminated quote in {text:?}")));
-    }
-    if started {
-        out.push(current);
-    }
-    (out, None)
 }
 
 /// What the specifiers of a unit stand for, for one manager and unit.
@@ -170,20 +84,24 @@ pub struct Specifiers {
 
 /// `\xHH` escapes of a unit name part undone (`%I`, `%P`).
 fn unescape_name(text: &str) -> String {
-    let chars: Vec<char> = text.chars().collect();
     let mut out = String::new();
-    let mut at = 0;
-    while at < chars.len() {
-        if chars[at] == '\\' && chars.get(at + 1) == Some(&'x') {
-            let (c, used) = escape(&chars[at + 1..]);
-            if let Some(c) = c.filter(|_| used == 3) {
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        let escaped = rest
+            .strip_prefix("\\x")
+            .and_then(|hex| hex.get(..2))
+            .and_then(|hex| u32::from_str_radix(hex, 16).ok())
+            .and_then(char::from_u32);
+        match escaped {
+            Some(unescaped) => {
+                out.push(unescaped);
+                rest = &rest[4..];
+            }
+            None => {
                 out.push(c);
-                at += 4;
-                continue;
+                rest = &rest[c.len_utf8()..];
             }
         }
-        out.push(chars[at]);
-        at += 1;
     }
     out
 }
@@ -260,22 +178,75 @@ pub fn systemd_version(first_line: &str) -> Option<u32> {
 /// dropped; a backslash escapes the next character (a newline too: the
 /// value goes on); single quotes literal; in double quotes a backslash
 /// escapes only `"`, `\`, `` ` ``, `$` and a newline. A line without `=`,
-/// or with a key that cannot name a variable, is ignored.
-pub fn environment_file(text: &str, version: u32) -> Vars {
+/// or with a key that cannot name a variable (`export NAME=` too), is
+/// ignored. With the variables come notes, `line N: ...`, for each line
+/// systemd drops that looks meant to set one (see [`EnvFile::notes`]).
+pub fn environment_file(text: &str, version: u32) -> (Vars, Vec<String>) {
+    let read = read_environment_file(text, version);
     let mut out = Vars::new();
-    for (key, value) in assignments(text, version) {
-        if is_var_name(&key) {
-            vars::set(&mut out, &key, &value);
+    for assignment in &read.assignments {
+        if is_var_name(&assignment.key) {
+            vars::set(&mut out, &assignment.key, &assignment.value);
         }
     }
-    out
+    (out, read.notes())
 }
 
-/// The `KEY=VALUE` assignments of an environment file, in order, keys
-/// trimmed and not yet checked, read as [`environment_file`] says.
-pub fn assignments(text: &str, version: u32) -> Vec<(String, String)> {
-    let mut out = Vec::new();
+/// An environment file as systemd reads it, before the names are checked.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct EnvFile {
+    /// The `KEY=VALUE` assignments, in order, keys trimmed, each with the
+    /// line its key stands on.
+    pub assignments: Vec<Assignment>,
+    /// Lines taken into a comment above them that ends in `\` (systemd
+    /// before 254), each with the comment's line: `(line, comment line)`.
+    pub swallowed: Vec<(usize, usize)>,
+}
+
+impl EnvFile {
+    /// What systemd drops that a reader would take for a setting: a key
+    /// that names no variable (`export NAME=value`: systemd 252 takes no
+    /// `export`), a line taken into a comment.
+    pub fn notes(&self) -> Vec<String> {
+        let mut notes: Vec<(usize, String)> = self
+            .assignments
+            .iter()
+            .filter(|a| !is_var_name(&a.key))
+            .map(|a| {
+                let why = if a.key.starts_with("export ") {
+                    " (systemd takes no `export` before a name)"
+                } else {
+                    ""
+                };
+                (
+                    a.line,
+                    format!(
+                        "line {}: {:?} is no variable name{why}, so systemd ignores the line",
+                        a.line, a.key
+                    ),
+                )
+            })
+            .collect();
+        notes.extend(self.swallowed.iter().map(|(line, comment)| {
+            (
+                *line,
+                format!(
+                    "line {line}: systemd reads it as part of the comment on line {comment}, which ends in \\ (as systemd before 254 does), and ignores it"
+                ),
+            )
+        }));
+        notes.sort();
+        notes.into_iter().map(|(_, note)| note).collect()
+    }
+}
+
+/// An environment file read as [`environment_file`] says.
+pub fn read_environment_file(text: &str, version: u32) -> EnvFile {
+    let mut out = EnvFile::default();
     let chars: Vec<char> = text.chars().collect();
+    // The line of the character at an index: 1 and the newlines before it.
+    let newlines: Vec<usize> = (0..chars.len()).filter(|&i| chars[i] == '\n').collect();
+    let line_of = |at: usize| newlines.partition_point(|&newline| newline < at) + 1;
     let mut at = 0;
     while at < chars.len() {
         // The start of a line: blanks, then a comment or a key.
@@ -286,7 +257,15 @@ pub fn assignments(text: &str, version: u32) -> Vec<(String, String)> {
             break;
         }
         if matches!(chars[at], '#' | ';') {
-            at = comment_end(&chars, at + 1, version);
+            let comment = line_of(at);
+            let (end, continued) = comment_end(&chars, at + 1, version);
+            out.swallowed.extend(
+                continued
+                    .into_iter()
+                    .map(|newline| (line_of(newline + 1), comment))
+                    .filter(|(line, _)| *line <= newlines.len() + 1),
+            );
+            at = end;
             continue;
         }
         if chars[at] == '\n' {
@@ -305,26 +284,39 @@ pub fn assignments(text: &str, version: u32) -> Vec<(String, String)> {
         at += 1;
         let (value, next) = file_value(&chars, at);
         at = next;
-        out.push((key.trim().to_owned(), value));
+        out.assignments.push(Assignment {
+            line: line_of(key_start),
+            key: key.trim().to_owned(),
+            value,
+        });
     }
     out
 }
 
-/// Where the line after a comment starts, the comment's text from `at`.
-fn comment_end(chars: &[char], mut at: usize, version: u32) -> usize {
+/// Where the line after a comment starts, the comment's text from `at`,
+/// and the newlines an escape took into it (before v254).
+fn comment_end(chars: &[char], mut at: usize, version: u32) -> (usize, Vec<usize>) {
+    let mut continued = Vec::new();
     while let Some(&c) = chars.get(at) {
         at += 1;
         match c {
             '\n' => break,
             '\\' => match chars.get(at) {
-                Some('\n') if version >= COMMENT_ENDS_AT_ESCAPED_NEWLINE => return at + 1,
-                Some(_) => at += 1,
+                Some('\n') if version >= COMMENT_ENDS_AT_ESCAPED_NEWLINE => {
+                    return (at + 1, continued);
+                }
+                Some(next) => {
+                    if *next == '\n' {
+                        continued.push(at);
+                    }
+                    at += 1;
+                }
                 None => {}
             },
             _ => {}
         }
     }
-    at
+    (at, continued)
 }
 
 /// A value of an environment file from `at`: the value and where the next
@@ -464,23 +456,32 @@ mod tests {
                     Environment = A=1 \\\n  B=2\n; ExecStart=/bin/false\n#ExecStart=/bin/false\n\
                     ExecStart=rch-sweep\n\n[Install]\nWantedBy=timers.target\n";
         assert_eq!(
-            service_assignments(text),
+            pairs(&service_assignments(text)),
             [
-                ("Environment".to_owned(), "A=1  B=2".to_owned()),
-                ("ExecStart".into(), "rch-sweep".into())
+                (6, "Environment", "A=1    B=2"),
+                (9, "ExecStart", "rch-sweep")
             ]
         );
     }
 
+    fn pairs(assignments: &[Assignment]) -> Vec<(usize, &str, &str)> {
+        assignments
+            .iter()
+            .map(|a| (a.line, a.key.as_str(), a.value.as_str()))
+            .collect()
+    }
+
     #[test]
-    fn words_unquote_and_unescape_as_systemd_does() {
+    fn an_even_run_of_backslashes_continues_nothing() {
+        let text = "[Service]\nEnvironment=V=ok\\\\\nExecStart=x \\\\\\\n  -q\r\nUser=a \\ \n";
         assert_eq!(
-            words(r#"A=1 "B=x y" 'C=$HOME' D="e"f g\ h \x41\t\s"#).expect("words"),
-            strings(&["A=1", "B=x y", "C=$HOME", "D=ef", "g h", "A\t "])
+            pairs(&service_assignments(text)),
+            [
+                (2, "Environment", "V=ok\\\\"),
+                (4, "ExecStart", "x \\\\   -q"),
+                (5, "User", "a \\"),
+            ]
         );
-        assert_eq!(words("  ").expect("words"), Vec::<String>::new());
-        assert_eq!(words("\"\"").expect("words"), strings(&[""]));
-        assert!(words("\"open").is_err());
     }
 
     fn specifiers() -> Specifiers {
@@ -519,7 +520,7 @@ mod tests {
     fn an_environment_file_as_systemd_reads_it() {
         let text = "# comment\n; also\n  A=1  \nB = two words \nC='single $x'\n\
                     D=\"dq \\\"x\\\" \\n\"\nE=a\\\nb\nnot a line\n1X=bad\nF=\r\nG=\"multi\nline\"\n";
-        let vars = environment_file(text, 252);
+        let (vars, _) = environment_file(text, 252);
         let get = |name| vars::get(&vars, name);
         assert_eq!(get("A"), Some("1"));
         assert_eq!(get("B"), Some("two words"));
@@ -537,12 +538,29 @@ mod tests {
         let text = "A=good\n# old path was C:\\\nA=wrong\n; x \\\\\nB=2\n#\\\nC=3\n";
         // 252 (Debian 12): "A=wrong" is comment; "\\\\" is one escaped
         // backslash, so B's line is not; "#\\" takes "C=3".
-        let old = environment_file(text, 252);
+        let (old, notes) = environment_file(text, 252);
         assert_eq!(vars::get(&old, "A"), Some("good"));
         assert_eq!(vars::get(&old, "B"), Some("2"));
         assert_eq!(vars::get(&old, "C"), None);
+        assert_eq!(
+            notes,
+            [
+                "line 3: systemd reads it as part of the comment on line 2, which ends in \\ (as systemd before 254 does), and ignores it",
+                "line 7: systemd reads it as part of the comment on line 6, which ends in \\ (as systemd before 254 does), and ignores it",
+            ]
+        );
+        // An export before the name, or another name systemd refuses.
+        let (vars, notes) = environment_file("A=1\nexport B=2\n\n bad-name = 3\nC\n", 252);
+        assert_eq!(vars, [("A".to_owned(), "1".to_owned())]);
+        assert_eq!(
+            notes,
+            [
+                "line 2: \"export B\" is no variable name (systemd takes no `export` before a name), so systemd ignores the line",
+                "line 4: \"bad-name\" is no variable name, so systemd ignores the line",
+            ]
+        );
         // 254 and later: a comment ends at the newline, whatever precedes it.
-        let new = environment_file(text, COMMENT_ENDS_AT_ESCAPED_NEWLINE);
+        let (new, _) = environment_file(text, COMMENT_ENDS_AT_ESCAPED_NEWLINE);
         assert_eq!(vars::get(&new, "A"), Some("wrong"));
         assert_eq!(vars::get(&new, "B"), Some("2"));
         assert_eq!(vars::get(&new, "C"), Some("3"));
@@ -559,10 +577,10 @@ mod tests {
         let text = "[Service]\nEnvironment=A=3\\\n# this line is ignored\n\
                     ; this line is ignored too\n       B=4\n# c \\\nExecStart=rch-sweep\n";
         assert_eq!(
-            service_assignments(text),
+            pairs(&service_assignments(text)),
             [
-                ("Environment".to_owned(), "A=3 B=4".to_owned()),
-                ("ExecStart".into(), "rch-sweep".into())
+                (5, "Environment", "A=3        B=4"),
+                (7, "ExecStart", "rch-sweep")
             ]
         );
     }

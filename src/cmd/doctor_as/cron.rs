@@ -30,11 +30,18 @@ pub(super) fn plan(defaults: &Vars, account: Option<&account::Account>, cwd: &Pa
     let mut plan = Plan::default();
     let user = account.map_or_else(|| "this user".to_owned(), |a| a.name.clone());
     let text = user_crontab(&user, &mut plan);
-    let base = crontab::Base {
-        name: vars::get(defaults, "LOGNAME").unwrap_or(&user).to_owned(),
-        home: vars::get(defaults, "HOME").unwrap_or("/").to_owned(),
-        pam: pam_environment(&mut plan),
+    let name = vars::get(defaults, "LOGNAME").unwrap_or(&user).to_owned();
+    let home = vars::get(defaults, "HOME").unwrap_or("/").to_owned();
+    let shell = account
+        .map(|a| a.shell.display().to_string())
+        .unwrap_or_default();
+    let items = pam_env::Items {
+        user: &name,
+        home: &home,
+        shell: &shell,
     };
+    let pam = pam_environment(&items, &mut plan);
+    let base = crontab::Base { name, home, pam };
     let reading = crontab::read(text.as_deref().unwrap_or_default(), &base);
     let mut sources: Vec<(Option<PathBuf>, crontab::Reading)> = vec![(None, reading)];
     sources.extend(
@@ -43,7 +50,11 @@ pub(super) fn plan(defaults: &Vars, account: Option<&account::Account>, cwd: &Pa
             .map(|(file, text)| (Some(file), crontab::read_system(&text, &base)))
             .filter(|(_, reading)| !reading.jobs.is_empty()),
     );
-    if decide(&sources, &user, &unreachable_program, &mut plan) {
+    let host = Host {
+        program: &unreachable_program,
+        folder: &unenterable_folder,
+    };
+    if decide(&sources, &user, &host, &mut plan) {
         return plan;
     }
     let (_, user_reading) = sources.swap_remove(0);
@@ -61,8 +72,34 @@ pub(super) fn plan(defaults: &Vars, account: Option<&account::Account>, cwd: &Pa
         env,
         cwd: home,
         options: None,
+        failures: Vec::new(),
     });
     plan
+}
+
+/// What doctor asks of the host about a followed line: why a program
+/// would not start, why a folder could not be entered (`None`: it would).
+struct Host<'a> {
+    program: &'a dyn Fn(&wrappers::Lookup) -> Option<String>,
+    folder: &'a dyn Fn(&str) -> Option<String>,
+}
+
+impl Host<'_> {
+    /// The first reason the line's run never reaches rch-sweep: a `cd`
+    /// before it fails, or a program on the way cannot be started (cron's
+    /// shell then answers 127 or 126, or the wrapper fails to start it).
+    fn first_refusal(&self, sweep: &crontab::Sweep) -> Option<String> {
+        sweep
+            .folders
+            .iter()
+            .find_map(|dir| (self.folder)(dir))
+            .or_else(|| {
+                sweep
+                    .lookups
+                    .iter()
+                    .find_map(|lookup| (self.program)(lookup))
+            })
+    }
 }
 
 /// What doctor makes of the rch-sweep lines read (pure, the program
@@ -73,7 +110,7 @@ pub(super) fn plan(defaults: &Vars, account: Option<&account::Account>, cwd: &Pa
 fn decide(
     sources: &[(Option<PathBuf>, crontab::Reading)],
     user: &str,
-    unreachable: &dyn Fn(&wrappers::Lookup) -> Option<String>,
+    host: &Host<'_>,
     plan: &mut Plan,
 ) -> bool {
     let mut unfollowed = Vec::new();
@@ -92,17 +129,32 @@ fn decide(
                         unfollowed.push(format!("{at} ({}): it gives {why}", job.text));
                         continue;
                     }
-                    for lookup in &sweep.lookups {
-                        if let Some(missing) = unreachable(lookup) {
-                            plan.warnings.push(format!("{at}: {missing}"));
-                        }
+                    // cron starts the line, but it never reaches
+                    // rch-sweep: its report's `environment` check fails.
+                    let failures: Vec<String> = host
+                        .first_refusal(sweep)
+                        .map(|why| format!("{at} ({}): {why}", job.text))
+                        .into_iter()
+                        .collect();
+                    if sweep.input.is_some() {
+                        plan.notes.push(format!(
+                            "{at}: cron gives the command the text after its first unescaped % as standard input, which rch-sweep does not read"
+                        ));
                     }
+                    // Where a `cd` of the line fails, the checks run from
+                    // the line's first folder (the run never starts).
+                    let cwd = if failures.is_empty() || Path::new(&sweep.cwd).is_dir() {
+                        PathBuf::from(&sweep.cwd)
+                    } else {
+                        PathBuf::from(vars::get(&sweep.env, "HOME").unwrap_or("/"))
+                    };
                     plan.runs.push(Planned {
                         line: Some((job.number, job.text.clone())),
                         file: file.as_ref().map(|f| f.display().to_string()),
                         env: sweep.env.clone(),
-                        cwd: PathBuf::from(&sweep.cwd),
+                        cwd,
                         options: Some(sweep.args.clone()),
+                        failures,
                     });
                 }
                 crontab::Follow::Cannot(why) => {
@@ -128,7 +180,7 @@ fn decide(
                 "no line that runs rch-sweep as {user} can be followed, so doctor cannot tell what cron's runs will meet: {}",
                 unfollowed.join("; ")
             ),
-            fix: "make one line a command doctor follows (rch-sweep itself, through timeout, flock, nice, ionice, chronic or env, with plain >FILE, 2>&1 or </dev/null redirections), then check again with `rch-sweep doctor --as cron`".to_owned(),
+            fix: "make one line a command doctor follows (rch-sweep itself, through timeout, flock, nice, ionice, chronic, env, exec, sh -c or bash -c, after cd DIR &&, with plain >FILE, 2>&1 or </dev/null redirections), then check again with `rch-sweep doctor --as cron`".to_owned(),
         });
     }
     !plan.runs.is_empty() || !unfollowed.is_empty()
@@ -172,10 +224,11 @@ fn user_crontab(user: &str, plan: &mut Plan) -> Option<String> {
     }
 }
 
-/// What pam_env gives cron's jobs: the env files `/etc/pam.d/cron` (and
-/// what it includes) loads it with, applied in order. What doctor does not
-/// read, or cannot, is said in the plan.
-fn pam_environment(plan: &mut Plan) -> Vars {
+/// What pam_env gives cron's jobs: for each `pam_env` line of
+/// `/etc/pam.d/cron` (and what it includes), in order, its conffile and
+/// then its env file, applied as pam_env applies them. What doctor does
+/// not read, or cannot, is said in the plan.
+fn pam_environment(items: &pam_env::Items<'_>, plan: &mut Plan) -> Vars {
     let mut env = Vars::new();
     let service = Path::new(PAM_D).join("cron");
     match fsio::read_regular_text(&service, MAX_TEXT) {
@@ -183,18 +236,23 @@ fn pam_environment(plan: &mut Plan) -> Vars {
             let mut files = Vec::new();
             pam_files(&text, 0, &mut files, plan);
             for (conffile, envfile) in files {
-                conf_file_note(&conffile, plan);
+                if !pam_conf_file(&conffile, envfile.as_deref(), items, &mut env, plan) {
+                    continue;
+                }
                 let Some(envfile) = envfile else { continue };
                 match fsio::read_regular_text(Path::new(&envfile), MAX_TEXT) {
                     Ok(text) => {
                         pam_env::env_file(&text, &mut env);
-                        plan.from.push(format!("{envfile} (pam_env)"));
+                        said(&mut plan.from, format!("{envfile} (pam_env)"));
                     }
                     // pam_env logs it and goes on.
                     Err(NotRead::Io(error)) if error.kind() == ErrorKind::NotFound => {}
-                    Err(why) => plan.warnings.push(format!(
-                        "pam_env gives cron's jobs the variables of {envfile}, which doctor does not read ({why}): checked without them"
-                    )),
+                    Err(why) => said(
+                        &mut plan.warnings,
+                        format!(
+                            "pam_env gives cron's jobs the variables of {envfile}, which doctor does not read ({why}): checked without them"
+                        ),
+                    ),
                 }
             }
         }
@@ -208,6 +266,67 @@ fn pam_environment(plan: &mut Plan) -> Vars {
         )),
     }
     env
+}
+
+/// Pushes `text` unless it is there already (pam_env reads its conffile
+/// once for each of its lines: what it says of it is said once).
+fn said(list: &mut Vec<String>, text: String) {
+    if !list.contains(&text) {
+        list.push(text);
+    }
+}
+
+/// pam_env's conffile (`/etc/security/pam_env.conf`), applied to `env`
+/// as one `pam_env` line reads it before its env file; whether pam_env
+/// then reads that env file: not when the conffile is missing (pam_env
+/// 1.5.2's `handle_env` reads the env file only after the conffile was
+/// read) or when it gave up in it.
+fn pam_conf_file(
+    conffile: &str,
+    envfile: Option<&str>,
+    items: &pam_env::Items<'_>,
+    env: &mut Vars,
+    plan: &mut Plan,
+) -> bool {
+    match fsio::read_regular_text(Path::new(conffile), MAX_TEXT) {
+        Ok(text) => {
+            let read = pam_env::conf_file(&text, env, items);
+            said(&mut plan.from, format!("{conffile} (pam_env)"));
+            for note in read.notes {
+                said(&mut plan.notes, format!("{conffile}: {note}"));
+            }
+            if let Some(line) = read.aborted {
+                said(
+                    &mut plan.warnings,
+                    format!(
+                        "pam_env gives up at line {line} of {conffile} (see the note): it then fails cron's PAM session, and doctor cannot tell what cron does with the job; checked with what was set before that line"
+                    ),
+                );
+                return false;
+            }
+            true
+        }
+        Err(NotRead::Io(error)) if error.kind() == ErrorKind::NotFound => {
+            if let Some(envfile) = envfile {
+                said(
+                    &mut plan.notes,
+                    format!(
+                        "no {conffile}: pam_env then reads no {envfile} either, so cron's jobs get none of its variables"
+                    ),
+                );
+            }
+            false
+        }
+        Err(why) => {
+            said(
+                &mut plan.warnings,
+                format!(
+                    "pam_env gives cron's jobs the variables of {conffile}, which doctor does not read ({why}): checked without them"
+                ),
+            );
+            true
+        }
+    }
 }
 
 /// The `(conffile, envfile)` of each `pam_env` line of a PAM file, its
@@ -243,26 +362,6 @@ fn pam_files(text: &str, depth: usize, out: &mut Vec<(String, Option<String>)>, 
                 "cron's PAM service includes {name}, which doctor does not follow"
             )),
         }
-    }
-}
-
-/// pam_env's own `conffile` (`/etc/security/pam_env.conf`) has a syntax
-/// with expansions doctor does not read: a setting there is said, since
-/// it reaches cron's jobs unchecked.
-fn conf_file_note(conffile: &str, plan: &mut Plan) {
-    let Ok(text) = fsio::read_regular_text(Path::new(conffile), MAX_TEXT) else {
-        return;
-    };
-    let settings = text
-        .lines()
-        .map(str::trim)
-        .filter(|line| !line.is_empty() && !line.starts_with('#'))
-        .count();
-    let warning = format!(
-        "{conffile} has {settings} setting line(s), which pam_env gives cron's jobs and doctor does not read: what it sets is not checked"
-    );
-    if settings > 0 && !plan.warnings.contains(&warning) {
-        plan.warnings.push(warning);
     }
 }
 
@@ -351,30 +450,71 @@ fn system_crontabs(plan: &mut Plan) -> Vec<(PathBuf, String)> {
     out
 }
 
-/// Why a program of the line would not be found, if it would not: a bare
-/// name is looked up on the `PATH` of its moment (`execvp`'s own default
-/// when there is none).
+/// Why a program of the line would not start, if it would not: a name
+/// with a `/` is taken as it stands (from the folder of its moment when
+/// relative); a bare name is looked up on the `PATH` of its moment
+/// (`execvp`'s own default when there is none), an empty or relative entry
+/// from that folder, as `sh` and `execvp` search it. Not found, `sh`
+/// answers 127; found but not executable by this user, 126.
 fn unreachable_program(lookup: &wrappers::Lookup) -> Option<String> {
     let name = &lookup.program;
+    let from = Path::new(&lookup.cwd);
     if name.contains('/') {
-        return (!config::is_executable(Path::new(name))).then(|| {
-            format!(
-                "{name} is no program this user may run: cron fails to start it (exit 126 or 127)"
-            )
-        });
+        let path = from.join(name);
+        if config::is_executable(&path) {
+            return None;
+        }
+        let what = if path.is_file() {
+            "is not executable by this user: every run ends in \"Permission denied\" (sh exits 126)"
+        } else {
+            "does not exist: every run ends in \"not found\" (sh exits 127)"
+        };
+        return Some(format!(
+            "{} {what}, so cron never starts rch-sweep",
+            path.display()
+        ));
     }
     let path = lookup
         .path
         .as_deref()
         .unwrap_or(wrappers::EXECVP_DEFAULT_PATH);
-    let found = std::env::split_paths(path)
-        .filter(|dir| dir.is_absolute())
-        .any(|dir| config::is_executable(&dir.join(name)));
-    (!found).then(|| {
-        format!(
-            "its PATH ({path}) does not find {name}: cron fails to start it ({name}: not found, exit 127); name it with its full path"
-        )
-    })
+    let candidates: Vec<PathBuf> = path
+        .split(':')
+        .map(|dir| from.join(dir).join(name))
+        .collect();
+    if candidates.iter().any(|c| config::is_executable(c)) {
+        return None;
+    }
+    let what = match candidates.iter().find(|c| c.is_file()) {
+        Some(found) => format!(
+            "its PATH ({path}) finds {name} only at {}, which is not executable by this user: every run ends in \"Permission denied\" (sh exits 126)",
+            found.display()
+        ),
+        None => format!(
+            "its PATH ({path}) does not find {name}: every run ends in \"{name}: not found\" (sh exits 127)"
+        ),
+    };
+    Some(format!(
+        "{what}, so cron never starts rch-sweep; name it with its full path, or put its folder in a PATH= line above the line"
+    ))
+}
+
+/// Why `cd DIR` would fail, if it would: DIR is no folder this user may
+/// enter. sh then runs nothing after its `&&` (and exits 2).
+fn unenterable_folder(dir: &str) -> Option<String> {
+    let path = Path::new(dir);
+    let why = match std::fs::metadata(path) {
+        Ok(meta) if meta.is_dir() => match fsio::may_access(path, libc::X_OK) {
+            Ok(()) => return None,
+            Err(error) => format!("this user may not enter it ({error})"),
+        },
+        Ok(_) => "it is no folder".to_owned(),
+        Err(error) if error.kind() == ErrorKind::NotFound => "no such folder".to_owned(),
+        Err(error) => error.to_string(),
+    };
+    Some(format!(
+        "cd {dir} fails ({why}), so sh runs nothing after its && and cron never starts rch-sweep"
+    ))
 }
 
 #[cfg(test)]
@@ -386,6 +526,7 @@ mod tests {
         let lookup = |program: &str, path: Option<&str>| wrappers::Lookup {
             program: program.to_owned(),
             path: path.map(str::to_owned),
+            cwd: "/".to_owned(),
         };
         let missing = unreachable_program(&lookup("rch-sweep", Some("/nonexistent:/also-not")))
             .expect("not found");
@@ -410,9 +551,14 @@ mod tests {
         }
     }
 
+    const ALL_THERE: Host<'static> = Host {
+        program: &|_| None,
+        folder: &|_| None,
+    };
+
     #[test]
     fn no_followable_line_is_a_refusal_and_one_followed_line_is_not() {
-        let found = |_: &wrappers::Lookup| None;
+        let found = ALL_THERE;
         let unfollowable = "@daily rch-sweep | logger\n@daily rch-sweep --as cron\n";
         let sources = vec![
             (None, crontab::read(unfollowable, &base())),
@@ -455,27 +601,56 @@ mod tests {
                 &base(),
             ),
         )];
-        let missing = |lookup: &wrappers::Lookup| {
-            (lookup.program == "chronic").then(|| "no chronic".to_owned())
-        };
         let mut plan = Plan::default();
-        assert!(decide(&sources, "alice", &missing, &mut plan));
+        assert!(decide(&sources, "alice", &found, &mut plan));
         assert!(plan.refused.is_none());
         assert_eq!(plan.runs.len(), 1);
         assert_eq!(
             plan.runs[0].options.as_deref(),
             Some(&["-q".to_owned()][..])
         );
-        assert!(
-            plan.warnings.iter().any(|w| w == "line 2: no chronic"),
-            "{:?}",
-            plan.warnings
-        );
+        assert!(plan.runs[0].failures.is_empty());
         // No rch-sweep line at all: nothing decided here.
         let sources = vec![(None, crontab::read("@daily /usr/bin/backup\n", &base()))];
         let mut plan = Plan::default();
         assert!(!decide(&sources, "alice", &found, &mut plan));
         assert!(plan.runs.is_empty() && plan.refused.is_none());
+    }
+
+    /// A followed line cron starts but that never reaches rch-sweep (a
+    /// program not found, a `cd` that fails) is checked with its report's
+    /// `environment` check failed, naming the line and why.
+    #[test]
+    fn a_line_that_never_reaches_rch_sweep_fails_its_own_report() {
+        let missing = |lookup: &wrappers::Lookup| {
+            (lookup.program == "chronic").then(|| "no chronic".to_owned())
+        };
+        let gone = |dir: &str| (dir == "/gone").then(|| "cd /gone fails".to_owned());
+        let host = Host {
+            program: &missing,
+            folder: &gone,
+        };
+        let sources = vec![(
+            None,
+            crontab::read(
+                "@daily chronic rch-sweep -q\n@daily rch-sweep -v\n@daily cd /gone && rch-sweep\n",
+                &base(),
+            ),
+        )];
+        let mut plan = Plan::default();
+        assert!(decide(&sources, "alice", &host, &mut plan));
+        assert!(plan.refused.is_none());
+        let failures: Vec<&[String]> = plan.runs.iter().map(|r| &r.failures[..]).collect();
+        assert_eq!(
+            failures,
+            [
+                &["line 1 (@daily chronic rch-sweep -q): no chronic".to_owned()][..],
+                &[],
+                &["line 3 (@daily cd /gone && rch-sweep): cd /gone fails".to_owned()],
+            ]
+        );
+        // The checks of the line whose cd fails run from its HOME.
+        assert_eq!(plan.runs[2].cwd, Path::new("/home/alice"));
     }
 
     #[test]

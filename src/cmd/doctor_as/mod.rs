@@ -53,6 +53,9 @@ struct Planned {
     cwd: PathBuf,
     /// The route's own options; `None`: doctor's own.
     options: Option<Vec<String>>,
+    /// What the route would refuse of this run alone (a crontab line cron
+    /// cannot start), on top of the plan's `failures`.
+    failures: Vec<String>,
 }
 
 /// What a route gives, and what doctor has to say about reading it.
@@ -306,6 +309,7 @@ fn run_one(
     capture: bool,
 ) -> Result<std::process::Output> {
     use std::os::unix::process::CommandExt;
+    let failures: Vec<String> = failures.iter().chain(&planned.failures).cloned().collect();
     let argv: Vec<OsString> = crate::cli::args_os();
     let mut command = std::process::Command::new("/proc/self/exe");
     if let Some(arg0) = argv.first() {
@@ -315,7 +319,7 @@ fn run_one(
         .args(child_args(
             route,
             planned,
-            failures,
+            &failures,
             args,
             argv.get(1..).unwrap_or_default(),
         ))
@@ -814,6 +818,7 @@ mod tests {
                     .map(String::from)
                     .to_vec(),
             ),
+            failures: Vec::new(),
         };
         let mut args = run_args(&["--json"]);
         let own: Vec<OsString> = ["doctor", "--as", "cron", "--lease-dir", "/mine", "--json"]

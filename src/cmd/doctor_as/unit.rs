@@ -43,7 +43,7 @@ pub(super) fn plan(
     let mut plan = Plan::default();
     let version = systemd_version(&mut plan);
     let loaded = match from_manager(user_manager, &unit, &mut plan) {
-        Some((ManagerLoad::Service(service), manager_env)) => Some((service, manager_env)),
+        Some((ManagerLoad::Service(service), manager_env)) => Some((*service, manager_env)),
         Some((ManagerLoad::Masked, _)) => None,
         // The manager answers, but has no such unit: what is on disk (the
         // shipped unit, said so) in the manager's environment.
@@ -72,12 +72,12 @@ pub(super) fn plan(
                 user_manager,
             )),
             options: None,
+            failures: Vec::new(),
         });
         return Ok(plan);
     };
-    for problem in &service.problems {
-        plan.warnings.push(format!("systemd ignores {problem}"));
-    }
+    plan.warnings.extend(service.problems.iter().cloned());
+    plan.failures.extend(service.fatal.iter().cloned());
     if let Some(runs_as) = service
         .user
         .as_deref()
@@ -116,6 +116,7 @@ pub(super) fn plan(
         env,
         cwd,
         options,
+        failures: Vec::new(),
     });
     Ok(plan)
 }
@@ -157,7 +158,13 @@ fn environment_files(
                 Ok(text) => {
                     plan.from
                         .push(format!("EnvironmentFile {}", path.display()));
-                    files.push(syntax::environment_file(&text, version));
+                    let (vars, notes) = syntax::environment_file(&text, version);
+                    files.push(vars);
+                    plan.notes.extend(
+                        notes
+                            .into_iter()
+                            .map(|note| format!("EnvironmentFile {}: {note}", path.display())),
+                    );
                     continue;
                 }
                 Err(NotRead::Io(error)) => match error.kind() {
@@ -263,7 +270,7 @@ fn options(service: &Service, env: &Vars, unit: &str, plan: &mut Plan) -> Option
 
 /// What a manager has of the unit.
 enum ManagerLoad {
-    Service(Service),
+    Service(Box<Service>),
     /// Masked: systemd starts nothing (said in the plan's failures).
     Masked,
     /// Not found (or another load state, said in a warning).
@@ -374,7 +381,12 @@ fn manager_environment(
         match fsio::read_regular_text(&file, MAX_UNIT_TEXT) {
             Ok(text) => {
                 plan.from.push(format!("environment.d {}", file.display()));
-                environment_d::apply(&mut env, &text, version);
+                let notes = environment_d::apply(&mut env, &text, version);
+                plan.notes.extend(
+                    notes
+                        .into_iter()
+                        .map(|note| format!("environment.d {}: {note}", file.display())),
+                );
             }
             Err(error) => plan.warnings.push(format!(
                 "environment.d file {} cannot be read ({error}): its variables are not checked",
@@ -449,7 +461,7 @@ fn from_manager(user_manager: bool, unit: &str, plan: &mut Plan) -> Option<(Mana
         return Some((ManagerLoad::NotFound, manager_env));
     }
     plan.from.push(format!("{who}: {}", shown.files.join(", ")));
-    Some((ManagerLoad::Service(shown.service), manager_env))
+    Some((ManagerLoad::Service(Box::new(shown.service)), manager_env))
 }
 
 /// The unit from its files on disk; the shipped unit when none is
