@@ -24,7 +24,7 @@ use std::process::Output;
 const HOUR_S: u64 = 3600;
 
 /// rch's answer when another process holds the lease's recovery lock.
-const BUSY: &str = "echo 'Error: cannot acquire exclusive job recovery: journal is held by another handle' >&2\nexit 1";
+const BUSY: &str = "echo 'Error: cannot acquire exclusive job recovery: journal is held by another handle; retry the same wrapper' >&2\nexit 1";
 
 /// What the run says of a busy lease, as its `--json` `error` has it.
 const BUSY_WHY: &str = "another process is recovering this lease";
@@ -260,6 +260,7 @@ fn a_run_that_stops_before_its_scan_keeps_what_the_state_holds_of_leases() {
         "rch",
         &FakeRch {
             version: Some("echo 'rch 2.1.20'"),
+            capabilities: Some(&capabilities_says("2.1.20")),
             recover: "echo 'Error: daemon has no exact terminal receipt for recovered wrapper/build/worker' >&2\nexit 1",
             ..FakeRch::default()
         },

@@ -522,7 +522,7 @@ fn a_lease_held_seven_hours_is_served_and_fires_its_alert() {
     // Another process holds the lease's recovery lock, every run.
     let rch = world.fake_rch(
         "rch",
-        "echo 'Error: cannot acquire exclusive job recovery: journal is held by another handle' >&2\nexit 1",
+        "echo 'Error: cannot acquire exclusive job recovery: journal is held by another handle; retry the same wrapper' >&2\nexit 1",
     );
     let prom = textfile.join("rch-sweep-alice.prom");
     let (lease_dir, code) = sweep(&world, "alice", 1, &rch, &prom);

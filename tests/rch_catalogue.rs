@@ -141,10 +141,12 @@ fn first_answers_after(version: &str, then: &str, stderr: &str) -> Ran {
     fs::write(&answer, format!("{LOG}{stderr}")).expect("answer");
     let started = world.path("started.log");
     let version_line = format!("echo 'rch {version}'");
+    let capabilities = capabilities_says(version);
     let rch = world.fake_rch_with(
         "rch",
         &FakeRch {
             version: Some(&version_line),
+            capabilities: Some(&capabilities),
             recover: &format!(
                 "echo \"$3\" >> '{started}'\n\
                  if [ \"$3\" = '{first}' ]; then\n{then}\ncat '{answer}' >&2\nexit 1\nfi\n\
@@ -617,10 +619,12 @@ fn rchs_unsafe_lock_answer_is_read_and_releases_before_the_lock_ignore_it() {
     let lock = world.leases().join(format!("{id}.recovery.lock"));
     fs::write(&lock, "").expect("write");
     fs::set_permissions(&lock, fs::Permissions::from_mode(0o644)).expect("chmod");
+    let capabilities = capabilities_says("2.1.16");
     let rch = world.fake_rch_with(
         "rch",
         &FakeRch {
             version: Some("echo 'rch 2.1.16'"),
+            capabilities: Some(&capabilities),
             recover: &format!(
                 "cp '{}/'\"$3.json\" \"$leases/$3.json\"",
                 world.path("done").display()
