@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Where rch's own sources print the words of rch-sweep's table of rch's
-answers (src/rch_says.rs), release by release: the evidence
+answers (src/rch/rch_says.rs), release by release: the evidence
 tests/rch_sources.rs checks the table against.
 
 Reads the published crates of rch 2.1.0-2.1.34 as cargo fetched them (no
@@ -33,7 +33,7 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TABLE = os.path.join(ROOT, "src", "rch_says.rs")
+TABLE = os.path.join(ROOT, "src", "rch", "rch_says.rs")
 OUT = os.path.join(ROOT, "tests", "data", "rch-sources")
 
 STRING = r'"((?:[^"\\]|\\.)*)"'

@@ -1,70 +1,45 @@
 //! rch-sweep: a one-shot recovery of dead rch client leases.
 //!
-//! The flow is preflight → scan → judge → plan → recover → record → report,
-//! one module a step. Plain data sits at the bottom (`verdict`,
-//! `observation`, `stat`, `evidence`); the decisions over it (`judge`,
-//! `plan`, `exit`, `record`, `release` (which rch runs, and what that
-//! release leaves and lacks), and the backoff arithmetic of
-//! `state::backoff`) are functions over plain data; the modules around
-//! them do the I/O: `lease` (rch's journal format and its bounded reader),
-//! `lease_dir` (the directory: found, opened, listed, locked) and `owner`
-//! read, `preflight` and `proc_locks` (with `mounts`) look, `child`, `recover` and
-//! `dispatch` run `rch` (`daemon` asks it, and its daemon, which socket to
-//! use and whether it answers), `state` (the backoff file and its lock),
-//! `fsio` and `persist` write, `report`, `evidence_text`, `metrics` and
-//! `log` speak. No module imports one above it (README, "Development").
-//! Under all of them, `sys` is the one room that makes system calls std
-//! does not wrap, and the only module allowed to (see its doc).
+//! The flow is preflight → scan → judge → plan → recover → record → report.
+//! `src/` is one folder a subject, each opening with what it holds and what
+//! it may use, from the bottom up:
+//! - [`sys`]: the one room of raw system calls, the only one allowed
+//!   `unsafe` (see its doc);
+//! - the files at this level: the command line (`cli`), defaults
+//!   (`config`), exit codes, logging, signals, the account, atomic writes
+//!   (`fsio`), and plain data everyone uses (`stat`, `shortage`, `human`);
+//! - [`lease`]: rch's journal; [`judge`]: the verdict and its evidence
+//!   (with the `/proc` readers it rests on); [`lease_dir`]: the lease
+//!   directory; [`state`]: the backoff file and its lock;
+//! - [`rch`]: one recovery and rch's answers (the child, rch's release,
+//!   its phrases, its daemon);
+//! - [`sweep`]: the run's pipeline; [`route`]: what cron or a timer gives a
+//!   run (the readers of `doctor --as`);
+//! - [`cmd`]: the subcommands.
+//!
+//! No folder uses one above it (`layers_check.py`, run by `.ci/run`); the
+//! decisions are plain functions over plain data, and the I/O stays at the
+//! edges (README, "Development").
 
 #![deny(unsafe_code)]
 
 pub mod account;
-pub mod answer;
-pub mod child;
 pub mod cli;
 pub mod cmd;
 pub mod config;
-pub mod crontab;
-pub mod daemon;
-pub mod dispatch;
-pub mod evidence;
-pub mod evidence_text;
 pub mod exit;
 pub mod fsio;
-pub mod health;
-pub mod held;
-pub mod host;
 pub mod human;
 pub mod judge;
 pub mod lease;
 pub mod lease_dir;
 pub mod log;
-pub mod metrics;
-pub mod metrics_peers;
-pub mod mounts;
-pub mod observation;
-pub mod owner;
-pub mod pam_env;
-pub mod persist;
-pub mod plan;
-pub mod preflight;
-pub mod proc_locks;
-pub mod rch_env;
-pub mod rch_says;
-pub mod record;
-pub mod recover;
-pub mod release;
-pub mod report;
+pub mod rch;
 pub mod route;
-pub mod scan;
-pub mod shell_words;
 pub mod shortage;
 pub mod signals;
 pub mod stat;
 pub mod state;
+pub mod sweep;
 #[allow(unsafe_code)] // the one room of raw system calls: each block says why it holds
 pub mod sys;
-pub mod unit_file;
-pub mod vars;
-pub mod verdict;
-pub mod wrappers;

@@ -8,7 +8,7 @@
 use clap::Parser;
 use rch_sweep::cli::{Cli, Command, ENV_VARS};
 use rch_sweep::exit::{self, ExitCode};
-use rch_sweep::{child, cmd, log, sys};
+use rch_sweep::{cmd, log, rch::child, sys};
 
 fn main() {
     // Before anything is opened or started: no descriptor this process

@@ -1172,9 +1172,9 @@ fn parse_prometheus(text: &str) -> Result<BTreeMap<String, Family>, String> {
     Ok(families)
 }
 
-/// The metric names src/metrics.rs writes (its `"rch_sweep_..."` literals).
+/// The metric names src/sweep/metrics.rs writes (its `"rch_sweep_..."` literals).
 fn names_in_source() -> BTreeSet<String> {
-    let source = include_str!("../src/metrics.rs");
+    let source = include_str!("../src/sweep/metrics.rs");
     source
         .match_indices("\"rch_sweep_")
         .map(|(at, _)| {

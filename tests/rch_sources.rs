@@ -1,12 +1,12 @@
-//! The table of rch's answers (src/rch_says.rs) against rch's own sources
+//! The table of rch's answers (src/rch/rch_says.rs) against rch's own sources
 //! (issue 46): every phrase of a row stands in the sources of every
 //! release the row names, and no row claims a release whose sources lack
 //! it. The evidence is tests/data/rch-sources/ (its README says where it
 //! came from), made by scripts/rch-source-evidence.py from the published
 //! crates rch 2.1.0–2.1.34 and the rch-common each pins; no network here.
 
-use rch_sweep::rch_says::{self, Row, TABLE, Wording};
-use rch_sweep::release::Version;
+use rch_sweep::rch::rch_says::{self, Row, TABLE, Wording};
+use rch_sweep::rch::release::Version;
 use std::collections::{BTreeMap, BTreeSet};
 
 const PHRASES: &str = include_str!("data/rch-sources/phrases.tsv");

@@ -8,7 +8,7 @@
 use libfuzzer_sys::fuzz_target;
 use rch_sweep::lease;
 use rch_sweep::judge::{self, SkipReason};
-use rch_sweep::owner::{Kill, Namespace, Observation, Presence, Recorded, StatSeen};
+use rch_sweep::judge::owner::{Kill, Namespace, Observation, Presence, Recorded, StatSeen};
 
 /// A canonical wrapper id no seed uses, for the "name differs" case.
 const OTHER_ID: &str = "rchw-00000000-0000-4000-8000-000000000000";

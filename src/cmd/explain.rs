@@ -9,18 +9,18 @@
 //! state file is only read.
 
 use crate::cli::ExplainArgs;
-use crate::evidence::Judgement;
 use crate::exit::ExitCode;
 use crate::human::span;
+use crate::judge::evidence::Judgement;
+use crate::judge::owner::ProcFs;
 use crate::lease;
 use crate::lease_dir::recovery_lock;
 use crate::lease_dir::{Identity, LeaseDir, LeaseDirFound};
 use crate::log;
-use crate::owner::ProcFs;
-use crate::preflight::Intent;
-use crate::scan::{self, ScanOptions};
 use crate::state::backoff::{self, Backoff, Entry, HeldLease, Hold, now_unix_ms};
 use crate::state::{self, Loaded};
+use crate::sweep::preflight::Intent;
+use crate::sweep::scan::{self, ScanOptions};
 use anyhow::Result;
 use serde::Serialize;
 use std::ffi::OsString;
@@ -417,7 +417,7 @@ fn human(explained: &[Explained], now: u64) -> String {
             }
         }
         if let Some(held) = &one.held {
-            let _ = writeln!(out, "  waiting  {}", crate::held::told(held, now));
+            let _ = writeln!(out, "  waiting  {}", crate::sweep::held::told(held, now));
         }
         let next = match one.next(now) {
             None => "nothing: there is no such journal".to_owned(),

@@ -4,9 +4,9 @@
 
 use crate::cli::ForgetArgs;
 use crate::exit::{ExitCode, Fatal};
-use crate::preflight::Intent;
 use crate::state::backoff::Backoff;
 use crate::state::{self, Store};
+use crate::sweep::preflight::Intent;
 use crate::{fsio, lease, log};
 use anyhow::Result;
 use std::os::unix::ffi::OsStrExt;

@@ -1,9 +1,10 @@
 //! One module per subcommand, each with one `run` returning the exit code.
+//!
+//! May use: every folder and file of the crate; nothing uses it but `main.rs`.
 
 pub mod completions;
 pub mod doctor;
 pub mod doctor_as;
-pub mod doctor_rch;
 pub mod explain;
 pub mod forget;
 pub mod run;
@@ -14,8 +15,8 @@ use crate::config;
 use crate::exit::{ExitCode, Fatal};
 use crate::lease_dir::{Identity, LeaseDirFound};
 use crate::log;
-use crate::preflight::{self, Intent};
 use crate::state::backoff::Backoff;
+use crate::sweep::preflight::{self, Intent};
 use std::path::{Path, PathBuf};
 
 /// The lease directory and state file a command works on: the flags (or

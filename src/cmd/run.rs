@@ -1,31 +1,34 @@
 //! `rch-sweep [run]`: the run's steps in order, each a call into the room
-//! that owns it: the checks every command makes ([`crate::preflight`]);
+//! that owns it: the checks every command makes ([`crate::sweep::preflight`]);
 //! the lease directory opened and locked ([`crate::lease_dir`]), the state
 //! folder and the state lock ([`crate::state`]), the metrics path and
 //! `rch` checked, an interrupted run's leftovers cleaned
-//! ([`crate::persist`]), the state loaded, the signal handlers in place;
-//! then scan ([`crate::scan`]), plan ([`crate::plan`]), rch's daemon when
-//! something is due ([`crate::daemon`]), recover ([`crate::dispatch`]),
-//! record ([`crate::record`]), save ([`crate::persist`]), report. A dry
+//! ([`crate::sweep::persist`]), the state loaded, the signal handlers in place;
+//! then scan ([`crate::sweep::scan`]), plan ([`crate::sweep::plan`]), rch's daemon when
+//! something is due ([`crate::rch::daemon`]), recover ([`crate::sweep::dispatch`]),
+//! record ([`crate::sweep::record`]), save ([`crate::sweep::persist`]), report. A dry
 //! run and `--check` stop after the plan and write nothing.
 
 use super::Target;
 use crate::cli::RunArgs;
 use crate::exit::{ExitCode, Fatal};
+use crate::judge::owner::ProcFs;
+use crate::judge::verdict::Candidate;
 use crate::lease_dir::sweep_lock::{self, SweepLockError};
 use crate::lease_dir::{LeaseDir, LeaseDirFound, writable};
-use crate::owner::ProcFs;
-use crate::plan::{self, Slot};
-use crate::preflight::{self, Intent};
-use crate::record::{self, Policy};
-use crate::recover::AttemptOutcome::NotCharged;
-use crate::recover::Fault;
-use crate::report::{LeaseLine, LeaseOutcome, Summary};
-use crate::scan::{self, Scan, ScanOptions};
+use crate::rch::recover::AttemptOutcome::NotCharged;
+use crate::rch::recover::Fault;
 use crate::state::Store;
 use crate::state::backoff::{Backoff, now_unix_ms};
-use crate::verdict::Candidate;
-use crate::{daemon, dispatch, fsio, log, persist, recover, release, signals, state};
+use crate::sweep::plan::{self, Slot};
+use crate::sweep::preflight::{self, Intent};
+use crate::sweep::record::{self, Policy};
+use crate::sweep::report::{LeaseLine, LeaseOutcome, Summary};
+use crate::sweep::scan::{self, Scan, ScanOptions};
+use crate::{
+    fsio, log, rch::daemon, rch::recover, rch::release, signals, state, sweep::dispatch,
+    sweep::persist,
+};
 use anyhow::{Context, Result};
 use std::cell::RefCell;
 use std::path::PathBuf;
@@ -122,7 +125,7 @@ fn metrics_on_error(run: &Run, error: &anyhow::Error) {
     // in silence": not a 0 that would end an alert's `for:`).
     summary.held = in_state
         .as_ref()
-        .map(|backoff| crate::report::Held::of(backoff, run.now_unix_ms));
+        .map(|backoff| crate::sweep::report::Held::of(backoff, run.now_unix_ms));
     let in_state = in_state.and_then(|backoff| backoff.last_success_unix_ms);
     let previous = persist::last_success_before(path, &summary.lease_dir, in_state);
     persist::write_metrics(path, &mut summary, previous, None);
@@ -350,7 +353,7 @@ fn sweep_in(run: &Run, dir: &LeaseDir, store: &Store) -> Result<ExitCode> {
     record::attempts(candidates, attempts, &policy, &mut backoff, &mut summary);
     if run.args.quiet {
         let shown = run.target.lease_dir.resolved.display().to_string();
-        crate::held::say_daily(&mut backoff, run.now_unix_ms, &shown);
+        crate::sweep::held::say_daily(&mut backoff, run.now_unix_ms, &shown);
     }
     let metrics_file = run.args.metrics_file.as_deref();
     persist::save(store, metrics_file, &mut backoff, &mut summary, run.started);
@@ -613,7 +616,7 @@ fn summary(run: &Run, scan: Scan, scan_duration: Duration, leases: Vec<LeaseLine
         exit_code: ExitCode::Success,
         errors: Vec::new(),
         daemon: None,
-        held: Some(crate::report::Held::default()),
+        held: Some(crate::sweep::report::Held::default()),
         rch: None,
     }
 }

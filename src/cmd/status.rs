@@ -5,9 +5,9 @@ use crate::account;
 use crate::cli::StatusArgs;
 use crate::exit::{ExitCode, Fatal};
 use crate::human::{span, utc};
-use crate::preflight::{self, Intent};
 use crate::state;
 use crate::state::backoff::{self, Backoff, Hold, now_unix_ms};
+use crate::sweep::preflight::{self, Intent};
 use anyhow::Result;
 use std::io::Write;
 use std::path::Path;
@@ -147,7 +147,10 @@ fn human(backoff: &Backoff, now: u64, path: &str) -> String {
             out.push_str(&indented("    last error: ", error));
         }
         if let Some(held) = backoff.held.get(id) {
-            out.push_str(&indented("    waiting: ", &crate::held::told(held, now)));
+            out.push_str(&indented(
+                "    waiting: ",
+                &crate::sweep::held::told(held, now),
+            ));
         }
     }
     out

@@ -24,6 +24,8 @@
 //! - [`parse_gate`]: at most two journals over 1 MiB parsed at once.
 //!
 //! Where the journals are, and how one is opened, is [`crate::lease_dir`]'s.
+//!
+//! May use: the files at the top of `src/`; every folder above uses it.
 
 pub mod parse;
 pub mod parse_gate;

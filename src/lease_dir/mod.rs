@@ -16,6 +16,10 @@
 //!
 //! What a journal holds, and how its bytes are read and parsed, is
 //! [`crate::lease`]'s.
+//!
+//! May use: [`crate::judge`] (its `/proc` readers), [`crate::lease`], the
+//! files at the top of `src/` and [`crate::sys`]. Used by `rch`, `sweep` and
+//! `cmd`.
 
 pub mod identity;
 pub mod open;

@@ -7,10 +7,10 @@
 //! looked at here. This tool never opens, locks or creates it: opened,
 //! locked or created by us, it could make rch's own `try_lock` fail. It is
 //! only `stat`ed, and its holder found in `/proc/locks`
-//! ([`crate::proc_locks`]) by the file's inode and its mount's device (as
+//! ([`crate::judge::proc_locks`]) by the file's inode and its mount's device (as
 //! `/proc/locks` names it, on btrfs and overlayfs too).
 
-use crate::proc_locks;
+use crate::judge::proc_locks;
 use std::ffi::CString;
 use std::os::fd::BorrowedFd;
 use std::path::{Path, PathBuf};
@@ -118,7 +118,7 @@ pub fn refusal_at(dir: BorrowedFd<'_>, lease_dir: &Path, id: &str) -> Option<Loc
     let mount = found
         .iter()
         .any(|why| matches!(why, Unsafe::Links(_)))
-        .then(|| crate::mounts::file_system_of(lease_dir).map(|(_, point)| point))
+        .then(|| crate::judge::mounts::file_system_of(lease_dir).map(|(_, point)| point))
         .flatten();
     Some(LockRefusal {
         path: lease_dir.join(format!("{id}.recovery.lock")),
@@ -193,8 +193,10 @@ impl LockRefusal {
     }
 }
 
-/// rch's words for a recovery lock it will not use.
-const UNSAFE_LOCK: &str = crate::rch_says::UNSAFE_LOCK;
+/// rch's words for a recovery lock it will not use (rch's phrase table,
+/// [`crate::rch::rch_says`], takes it from here: the lock is judged in this
+/// room, below that one).
+pub const UNSAFE_LOCK: &str = "unsafe recovery lock file";
 
 /// The error of a lease whose recovery lock at `path` rch refused, when a
 /// look at it afterwards finds nothing wrong (it changed since).

@@ -6,11 +6,11 @@
 //! is created in rch's directory, and two sweeps that reach it by
 //! different paths, or with different state files (and so different state
 //! locks), still meet on the same inode. Who holds it is seen in
-//! `/proc/locks` ([`crate::proc_locks`]): the directory holds no PID to
+//! `/proc/locks` ([`crate::judge::proc_locks`]): the directory holds no PID to
 //! read.
 
 use super::LeaseDir;
-use crate::proc_locks;
+use crate::judge::proc_locks;
 use crate::sys;
 use crate::sys::fs::TryLock;
 use std::io;

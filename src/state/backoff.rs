@@ -4,7 +4,7 @@
 //! Times are wall-clock Unix milliseconds, since the state outlives the
 //! process; a clock that jumped back is handled by clamping (SPEC "Backoff").
 
-use crate::verdict::Candidate;
+use crate::judge::verdict::Candidate;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashSet};
 use std::time::{SystemTime, UNIX_EPOCH};

@@ -74,7 +74,7 @@ pub fn acquire_for(folder: &Folder, state_file: &Path) -> anyhow::Result<StateLo
 fn holder_in_proc_locks(file: &File) -> Option<u32> {
     let opened = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
     let own = std::process::id();
-    crate::proc_locks::holders(&opened, true)
+    crate::judge::proc_locks::holders(&opened, true)
         .ok()?
         .into_iter()
         .find(|pid| *pid != own)
@@ -146,7 +146,7 @@ mod tests {
 
     #[test]
     fn a_held_lock_is_seen_without_taking_it() {
-        use crate::proc_locks;
+        use crate::judge::proc_locks;
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("backoff.json.lock");
         let held = acquire(&path).expect("lock");

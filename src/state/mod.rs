@@ -16,6 +16,10 @@
 //!   one descriptor.
 //!
 //! The file's API is used as `state::load`, `state::save` and so on.
+//!
+//! May use: [`crate::judge`] (the verdict, the `/proc/locks` reader), the
+//! files at the top of `src/` and [`crate::sys`]. Used by `rch`, `sweep` and
+//! `cmd`.
 
 pub mod backoff;
 pub mod file;

@@ -42,6 +42,8 @@
 //! - [`prechild::ExecImage::exec`] (`execve`).
 //!
 //! Nothing else here may be called in a forked child.
+//!
+//! May use: nothing of the crate; every other room may use it.
 
 pub mod env;
 pub mod fd;

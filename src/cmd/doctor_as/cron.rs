@@ -3,13 +3,13 @@
 //! `/etc/crontab` and `/etc/cron.d/*` with this user in their user
 //! field), each line in the environment cron gives it: pam_env's files
 //! where `/etc/pam.d/cron` loads it, then the line's own. The decisions are
-//! in [`crontab`], [`pam_env`] and [`crate::wrappers`]; this reads the
+//! in [`crontab`], [`pam_env`] and [`crate::route::wrappers`]; this reads the
 //! files, bounded and without blocking.
 
 use super::{Plan, Planned, ToolAnswer, Unfollowed, ask, program, refused_option};
 use crate::fsio::{self, NotRead};
-use crate::vars::{self, Vars};
-use crate::{account, config, crontab, pam_env, wrappers};
+use crate::route::vars::{self, Vars};
+use crate::{account, config, route::crontab, route::pam_env, route::wrappers};
 use std::io::ErrorKind;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};

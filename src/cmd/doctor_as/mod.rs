@@ -16,11 +16,11 @@
 //! is thin: the decisions are in [`crontab`], [`unit_file`] and
 //! [`route`].
 
-use crate::child::{self, Capture, ChildSpec, Ending};
 use crate::cli::{Route, RunArgs};
 use crate::exit::{ExitCode, Fatal};
-use crate::preflight::{DoctorCheck, Finding};
-use crate::vars::{self, Vars};
+use crate::rch::child::{self, Capture, ChildSpec, Ending};
+use crate::route::vars::{self, Vars};
+use crate::sweep::preflight::{DoctorCheck, Finding};
 use crate::{account, config, log, route};
 use anyhow::Result;
 use std::ffi::OsString;
@@ -272,8 +272,11 @@ fn child_args(
 /// its environment is the route's own, so nothing in it rests on a login
 /// shell's variables; it fails with what the route would refuse to start
 /// (`failures`, handed over by `--route-fail`).
-pub(super) fn environment_finding(route: Route, failures: &[String]) -> crate::preflight::Finding {
-    use crate::preflight::{DoctorCheck, Finding};
+pub(super) fn environment_finding(
+    route: Route,
+    failures: &[String],
+) -> crate::sweep::preflight::Finding {
+    use crate::sweep::preflight::{DoctorCheck, Finding};
     if failures.is_empty() {
         return Finding::ok(
             DoctorCheck::Environment,

@@ -8,11 +8,11 @@
 use super::{Plan, Planned, ToolAnswer, ask, is_output_flag, program, refused_option};
 use crate::cli::Route;
 use crate::fsio::{self, NotRead};
-use crate::unit_file::search::{self, Scope, UnitPath};
-use crate::unit_file::{
+use crate::route::unit_file::search::{self, Scope, UnitPath};
+use crate::route::unit_file::{
     self, FileRead, Program, Refusal, Service, Specifiers, environment_d, glob, syntax,
 };
-use crate::vars::{self, Vars};
+use crate::route::vars::{self, Vars};
 use crate::{account, config, route};
 use std::io::ErrorKind;
 use std::os::unix::fs::FileTypeExt;
