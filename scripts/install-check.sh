@@ -472,10 +472,12 @@ as_cron || status=$?
 echo "ok: $cron_line -> exit 0, silent"
 
 # An rch where its installer puts it, as doctor's rch check asks of it:
-# its version, and `jobs recover --help` exiting 0 (rch 2.1 and later;
-# rch 1.x has no `jobs`). Anything else fails, as with no daemon to ask.
+# its version line (rch-common's), its own release as the JSON object
+# `--capabilities` prints (the two agree, as for an rch installed with
+# --locked), and `jobs recover --help` exiting 0 (rch 2.1 and later; rch
+# 1.x has no `jobs`). Anything else fails, as with no daemon to ask.
 stand_in_rch() {
-  printf '#!/bin/sh\ncase "$*" in\n  --version) echo "rch 0.0.0 (install-check stand-in)"; exit 0 ;;\n  "jobs recover --help") echo "usage: rch jobs recover <WRAPPER_ID>"; exit 0 ;;\nesac\nexit 1\n' > "$1"
+  printf '#!/bin/sh\ncase "$*" in\n  --version) echo "rch 2.1.34 (install-check stand-in)"; exit 0 ;;\n  --capabilities) printf "{\\n  \\"version\\": \\"2.1.34\\"\\n}\\n"; exit 0 ;;\n  "jobs recover --help") echo "usage: rch jobs recover <WRAPPER_ID>"; exit 0 ;;\nesac\nexit 1\n' > "$1"
   chmod 755 "$1"
 }
 
